@@ -1,0 +1,36 @@
+// Environment flags, read once per process into an immutable snapshot.
+//   DEBUG=1..5   engine debug output (2: one line per kernel, 4: kernel source)
+//   NOOPT=1      disable kernel optimizations (plain loops)
+//   BEAM=N       beam-search width for kernel optimization (0: heuristics)
+//   KILN_CACHE_DIR   on-disk cache of compiled kernels (default ~/.cache/kiln)
+//   KILN_THREADS     CPU worker threads (default: all cores)
+#ifndef KILN_ENGINE_BASE_FLAGS_H_
+#define KILN_ENGINE_BASE_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+// Returns the integer value of environment variable `name`, or `def`.
+int64_t GetEnvInt(const char* name, int64_t def);
+// Returns the value of environment variable `name`, or `def`.
+std::string GetEnvString(const char* name, const std::string& def);
+
+struct EnvFlags {
+  int debug = 0;
+  bool noopt = false;
+  int beam = 0;
+  std::string cache_dir;
+  int threads = 0;  // 0 = hardware concurrency
+
+  // Reads the environment now.
+  static EnvFlags FromEnv();
+};
+
+// The snapshot taken at first use (immutable afterwards).
+const EnvFlags& Env();
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_BASE_FLAGS_H_
