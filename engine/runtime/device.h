@@ -1,0 +1,193 @@
+// The device layer: buffers, allocators, compilers and programs.
+//
+// The runtime takes source strings and binaries and knows nothing of the IR.
+// A Device bundles an Allocator (with LRU reuse of freed buffers), a Compiler
+// (source -> binary, with an on-disk cache where it makes sense) and a
+// program loader. Devices live in a DeviceRegistry that the caller owns
+// (no global singletons).
+#ifndef KILN_ENGINE_RUNTIME_DEVICE_H_
+#define KILN_ENGINE_RUNTIME_DEVICE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace kiln {
+
+class Device;
+
+// Allocates device memory and keeps freed blocks for reuse, keyed by exact
+// byte size, evicting least recently freed blocks when the cache exceeds its
+// limit or when an allocation fails. Thread-safe.
+class Allocator {
+ public:
+  struct Stats {
+    size_t allocated_bytes = 0;  // in use by live buffers
+    size_t cached_bytes = 0;     // freed, kept for reuse
+    uint64_t allocations = 0;    // Alloc calls
+    uint64_t cache_hits = 0;     // Alloc calls served from the cache
+  };
+
+  explicit Allocator(size_t cache_limit_bytes = size_t{1} << 30)
+      : cache_limit_(cache_limit_bytes) {}
+  virtual ~Allocator();
+
+  // Returns device memory of at least `nbytes` (nbytes may be 0).
+  absl::StatusOr<void*> Alloc(size_t nbytes);
+  // Returns memory obtained from Alloc(nbytes) to the cache.
+  void Free(void* ptr, size_t nbytes);
+  // Releases every cached block.
+  void ClearCache();
+  Stats stats() const;
+
+  // Host <-> device copies of `nbytes`.
+  virtual absl::Status CopyIn(void* dst, const void* src, size_t nbytes) = 0;
+  virtual absl::Status CopyOut(void* dst, const void* src, size_t nbytes) = 0;
+
+ protected:
+  virtual absl::StatusOr<void*> RawAlloc(size_t nbytes) = 0;
+  virtual void RawFree(void* ptr, size_t nbytes) = 0;
+
+ private:
+  void EvictLocked(size_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const size_t cache_limit_;
+  mutable absl::Mutex mu_;
+  // size -> blocks; plus LRU order of (sequence -> (size, ptr)).
+  std::multimap<size_t, std::pair<uint64_t, void*>> cache_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::pair<size_t, void*>> lru_ ABSL_GUARDED_BY(mu_);
+  uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// A block of device memory of fixed size, allocated on first use and returned
+// to its allocator when destroyed. Owned through shared_ptr. Thread-compatible.
+class Buffer {
+ public:
+  Buffer(Device* device, size_t nbytes) : device_(device), nbytes_(nbytes) {}
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  Device* device() const { return device_; }
+  size_t nbytes() const { return nbytes_; }
+  bool allocated() const { return ptr_ != nullptr; }
+  // Allocates if needed and returns the device pointer.
+  absl::StatusOr<void*> Ptr();
+  absl::Status CopyIn(const void* host, size_t nbytes);
+  absl::Status CopyOut(void* host, size_t nbytes);
+  // Process-unique id (for printing and identity).
+  uint64_t id() const { return id_; }
+
+ private:
+  Device* const device_;
+  const size_t nbytes_;
+  void* ptr_ = nullptr;
+  const uint64_t id_ = NextId();
+  static uint64_t NextId();
+};
+using BufferRef = std::shared_ptr<Buffer>;
+
+// Launch geometry: global and local sizes (GPU style). CPU programs run
+// their outermost loop, of size global[0], split across worker threads.
+struct LaunchDims {
+  std::array<int64_t, 3> global = {1, 1, 1};
+  std::array<int64_t, 3> local = {1, 1, 1};
+};
+
+// A compiled kernel, ready to launch. Thread-safe for concurrent launches.
+class Program {
+ public:
+  virtual ~Program() = default;
+  // Runs the kernel on `bufs` (device pointers, in parameter order) with the
+  // symbolic variable values `vars`. Returns when the kernel has finished when
+  // `wait` is true (the time in seconds goes to *seconds if not null).
+  virtual absl::Status Launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                              const LaunchDims& dims, bool wait, double* seconds) = 0;
+  const std::string& name() const { return name_; }
+
+ protected:
+  explicit Program(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+// Source -> binary. Implementations cache what is expensive to redo.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  virtual absl::StatusOr<std::string> Compile(const std::string& source) = 0;
+  // Compiles `sources` together when the backend can (one clang run for many
+  // kernels); the default compiles one by one. Returns one binary per source.
+  virtual absl::StatusOr<std::vector<std::string>> CompileMany(
+      const std::vector<std::string>& sources);
+  struct Stats {
+    uint64_t compiled = 0;      // sources actually compiled
+    uint64_t disk_hits = 0;     // served from the on-disk cache
+    double compile_seconds = 0;
+  };
+  virtual Stats stats() const { return {}; }
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  const std::string& name() const { return name_; }
+  // Which source language this device runs: "c", "bytecode", "opencl", "cuda".
+  virtual std::string renderer() const = 0;
+  virtual Allocator& allocator() = 0;
+  virtual Compiler& compiler() = 0;
+  // Loads a binary produced by compiler(); `function` names the kernel inside.
+  virtual absl::StatusOr<std::unique_ptr<Program>> LoadProgram(const std::string& function,
+                                                               const std::string& binary) = 0;
+  // Waits for all queued work.
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
+  // Number of parallel workers (CPU threads); 1 for others.
+  virtual int workers() const { return 1; }
+
+  absl::StatusOr<BufferRef> NewBuffer(size_t nbytes) {
+    return std::make_shared<Buffer>(this, nbytes);
+  }
+
+ protected:
+  explicit Device(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+// Owns the devices of one engine instance. Devices are created on first Get.
+// Thread-safe.
+class DeviceRegistry {
+ public:
+  using Factory = std::function<absl::StatusOr<std::unique_ptr<Device>>()>;
+
+  // A registry with the built-in devices: "CPU", "INTERP" (and GPU devices
+  // when compiled in; they fail at Get time when no driver is present).
+  static std::unique_ptr<DeviceRegistry> WithDefaults();
+
+  void Register(const std::string& name, Factory factory);
+  // Case-insensitive; creates the device on first use.
+  absl::StatusOr<Device*> Get(const std::string& name);
+  std::vector<std::string> Names() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::string, Factory> factories_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Device>> devices_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_RUNTIME_DEVICE_H_
