@@ -28,7 +28,9 @@ class Device;
 
 // Allocates device memory and keeps freed blocks for reuse, keyed by exact
 // byte size, evicting least recently freed blocks when the cache exceeds its
-// limit or when an allocation fails. Thread-safe.
+// limit or when an allocation fails. Thread-safe. Subclasses must call
+// ClearCache() in their destructor (RawFree is virtual, so the base
+// destructor cannot release cached blocks).
 class Allocator {
  public:
   struct Stats {
@@ -103,6 +105,9 @@ using BufferRef = std::shared_ptr<Buffer>;
 struct LaunchDims {
   std::array<int64_t, 3> global = {1, 1, 1};
   std::array<int64_t, 3> local = {1, 1, 1};
+  // Hint that the kernel is tiny: CPU devices run it inline on the calling
+  // thread instead of splitting it across workers.
+  bool single_thread = false;
 };
 
 // A compiled kernel, ready to launch. Thread-safe for concurrent launches.
@@ -114,6 +119,13 @@ class Program {
   // `wait` is true (the time in seconds goes to *seconds if not null).
   virtual absl::Status Launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
                               const LaunchDims& dims, bool wait, double* seconds) = 0;
+  // Like Launch (waiting), but with the byte size of every buffer so that
+  // devices able to do so (the interpreter) bounds-check each memory access
+  // and return OutOfRangeError instead of touching memory outside a buffer.
+  // The default ignores `nbytes` and calls Launch(bufs, vars, dims, true, nullptr).
+  virtual absl::Status LaunchChecked(const std::vector<void*>& bufs,
+                                     const std::vector<size_t>& nbytes,
+                                     const std::vector<int64_t>& vars, const LaunchDims& dims);
   const std::string& name() const { return name_; }
 
  protected:

@@ -1,0 +1,432 @@
+#include "engine/runtime/cpu_device.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/base/flags.h"
+#include "engine/base/status.h"
+
+extern char** environ;
+
+namespace kiln {
+namespace {
+
+constexpr size_t kMaxErrorChars = 4000;
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+bool IsExecutable(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Resolves `program` through PATH (or checks it when it contains a '/').
+absl::StatusOr<std::string> FindProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    if (IsExecutable(program)) return program;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the CPU device needs the C compiler '", program, "', which is not an executable file"));
+  }
+  const char* env_path = std::getenv("PATH");
+  std::string path = (env_path != nullptr && *env_path != '\0') ? env_path
+                                                                 : "/usr/local/bin:/usr/bin:/bin";
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/", program);
+    if (IsExecutable(candidate)) return candidate;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the CPU device needs the C compiler '", program, "', which was not found in PATH (", path,
+      "); install it (Debian: apt-get install clang)"));
+}
+
+// mkdir -p.
+absl::Status MakeDirs(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("empty cache directory");
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string prefix = path.substr(0, pos);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::InternalError(
+          absl::StrCat("cannot create directory ", prefix, ": ", ErrnoText(errno)));
+    }
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InternalError(absl::StrCat("cache path ", path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteNewFile(const std::string& path, const std::string& content) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", ErrnoText(errno)));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t w = write(fd, content.data() + done, content.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int err = errno;
+      close(fd);
+      return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ErrnoText(err)));
+    }
+    done += static_cast<size_t>(w);
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
+// Runs argv (argv[0] is a full path) with stdin from `stdin_path` and
+// stdout + stderr captured into *output. Returns the exit status.
+absl::StatusOr<int> RunProcess(const std::vector<std::string>& argv, const std::string& stdin_path,
+                               std::string* output) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return absl::InternalError(absl::StrCat("cannot run ", argv[0], ": ", ErrnoText(rc)));
+  }
+  char buf[4096];
+  while (true) {
+    ssize_t r = read(fds[0], buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    output->append(buf, static_cast<size_t>(r));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", ErrnoText(errno)));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// Model name and feature flags of the host CPU (part of the cache key, since
+// kernels are compiled with -march=native).
+std::string CpuIdentity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(in, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) {
+      flags = line;
+    }
+  }
+  return model + "\n" + flags;
+}
+
+// Two independent 64-bit hashes (FNV-1a and MurmurHash64A-style mixing)
+// give a 128-bit content key.
+uint64_t Fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+uint64_t Murmur64(const std::string& s, uint64_t seed) {
+  const uint64_t m = 0xc6a4a7935bd1e995ULL;
+  const int r = 47;
+  uint64_t h = seed ^ (s.size() * m);
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t k;
+    std::memcpy(&k, s.data() + i, 8);
+    k *= m;
+    k ^= k >> r;
+    k *= m;
+    h ^= k;
+    h *= m;
+  }
+  uint64_t tail = 0;
+  for (size_t j = 0; i + j < s.size(); ++j) {
+    tail |= uint64_t{static_cast<unsigned char>(s[i + j])} << (8 * j);
+  }
+  if (i < s.size()) {
+    h ^= tail;
+    h *= m;
+  }
+  h ^= h >> r;
+  h *= m;
+  h ^= h >> r;
+  return h;
+}
+
+std::string HexKey(const std::string& s) {
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
+                static_cast<unsigned long long>(Fnv1a64(s)),
+                static_cast<unsigned long long>(Murmur64(s, 0x6b696c6e)));
+  return buf;
+}
+
+class CpuProgram : public Program {
+ public:
+  using KernelFn = void (*)(void**, const long long*, long long, long long);
+  static_assert(sizeof(long long) == sizeof(int64_t), "kernel ABI needs 64-bit long long");
+
+  CpuProgram(std::string name, KernelFn fn, ThreadPool* pool)
+      : Program(std::move(name)), fn_(fn), pool_(pool) {}
+
+  absl::Status Launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                      const LaunchDims& dims, bool /*wait*/, double* seconds) override {
+    const auto start = std::chrono::steady_clock::now();
+    void** b = const_cast<void**>(bufs.data());
+    const long long* v = reinterpret_cast<const long long*>(vars.data());
+    const int64_t n = dims.global[0];
+    if (dims.single_thread || n <= 1) {
+      fn_(b, v, 0, n);
+    } else {
+      KernelFn fn = fn_;
+      pool_->ParallelFor(n, [fn, b, v](int64_t begin, int64_t end) { fn(b, v, begin, end); });
+    }
+    if (seconds != nullptr) *seconds = Seconds(start);
+    return absl::OkStatus();
+  }
+
+ private:
+  const KernelFn fn_;
+  ThreadPool* const pool_;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------ HostAllocator
+
+HostAllocator::~HostAllocator() { ClearCache(); }
+
+absl::StatusOr<void*> HostAllocator::RawAlloc(size_t nbytes) {
+  size_t rounded = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded < nbytes) return absl::ResourceExhaustedError("allocation size overflows");
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of host memory allocating ", nbytes,
+                                                     " bytes"));
+  }
+  return p;
+}
+
+void HostAllocator::RawFree(void* ptr, size_t /*nbytes*/) { std::free(ptr); }
+
+absl::Status HostAllocator::CopyIn(void* dst, const void* src, size_t nbytes) {
+  if (nbytes != 0) std::memcpy(dst, src, nbytes);
+  return absl::OkStatus();
+}
+
+absl::Status HostAllocator::CopyOut(void* dst, const void* src, size_t nbytes) {
+  if (nbytes != 0) std::memcpy(dst, src, nbytes);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------ ClangCompiler
+
+ClangCompiler::ClangCompiler(std::string dir, std::string clang)
+    : dir_(std::move(dir)), clang_(std::move(clang)) {}
+
+const std::vector<std::string>& ClangCompiler::Flags() {
+  static const std::vector<std::string> flags = {
+      "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC"};
+  return flags;
+}
+
+absl::Status ClangCompiler::Init() {
+  absl::MutexLock lock(&mu_);
+  if (initialized_) return init_status_;
+  initialized_ = true;
+  init_status_ = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(clang_path_, FindProgram(clang_));
+    std::string version;
+    ASSIGN_OR_RETURN(int rc, RunProcess({clang_path_, "--version"}, "/dev/null", &version));
+    if (rc != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(clang_path_, " --version failed (exit ", rc, "): ", version));
+    }
+    RETURN_IF_ERROR(MakeDirs(dir_));
+    key_prefix_ = absl::StrCat(absl::StrJoin(Flags(), " "), "\n", version, "\n", CpuIdentity(),
+                               "\n");
+    return absl::OkStatus();
+  }();
+  return init_status_;
+}
+
+std::string ClangCompiler::PathFor(const std::string& source) const {
+  return absl::StrCat(dir_, "/", HexKey(key_prefix_ + source), ".so");
+}
+
+absl::Status ClangCompiler::CompileTo(const std::string& source, const std::string& out, int n) {
+  static std::atomic<uint64_t> counter{0};
+  const auto start = std::chrono::steady_clock::now();
+  const std::string tmp = absl::StrCat(out, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  const std::string tmp_c = tmp + ".c";
+  const std::string tmp_so = tmp + ".so";
+  RETURN_IF_ERROR(WriteNewFile(tmp_c, source));
+  std::vector<std::string> argv = {clang_path_};
+  argv.insert(argv.end(), Flags().begin(), Flags().end());
+  argv.insert(argv.end(), {"-x", "c", "-", "-o", tmp_so, "-lm"});
+  std::string output;
+  absl::StatusOr<int> rc = RunProcess(argv, tmp_c, &output);
+  unlink(tmp_c.c_str());
+  if (!rc.ok() || *rc != 0) {
+    unlink(tmp_so.c_str());
+    if (!rc.ok()) return rc.status();
+    if (output.size() > kMaxErrorChars) output = output.substr(0, kMaxErrorChars) + "\n...";
+    return absl::InvalidArgumentError(
+        absl::StrCat("clang failed (exit ", *rc, ") compiling a CPU kernel:\n", output));
+  }
+  if (rename(tmp_so.c_str(), out.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp_so.c_str());
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp_so, " to ", out, ": ",
+                                            ErrnoText(err)));
+  }
+  absl::MutexLock lock(&mu_);
+  stats_.compiled += n;
+  stats_.compile_seconds += Seconds(start);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ClangCompiler::Compile(const std::string& source) {
+  RETURN_IF_ERROR(Init());
+  std::string path = PathFor(source);
+  if (IsRegularFile(path)) {
+    absl::MutexLock lock(&mu_);
+    ++stats_.disk_hits;
+    return path;
+  }
+  RETURN_IF_ERROR(CompileTo(source, path, 1));
+  return path;
+}
+
+absl::StatusOr<std::vector<std::string>> ClangCompiler::CompileMany(
+    const std::vector<std::string>& sources) {
+  RETURN_IF_ERROR(Init());
+  std::vector<std::string> paths(sources.size());
+  std::vector<size_t> missing;  // indices of distinct uncached sources
+  std::set<std::string> missing_paths;
+  uint64_t hits = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    paths[i] = PathFor(sources[i]);
+    if (IsRegularFile(paths[i])) {
+      ++hits;
+    } else if (missing_paths.insert(paths[i]).second) {
+      missing.push_back(i);
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.disk_hits += hits;
+  }
+  if (missing.size() == 1) {
+    RETURN_IF_ERROR(CompileTo(sources[missing[0]], paths[missing[0]], 1));
+  } else if (missing.size() > 1) {
+    std::string combined;
+    for (size_t i : missing) absl::StrAppend(&combined, sources[i], "\n");
+    const std::string combined_path = PathFor(combined);
+    absl::Status status = absl::OkStatus();
+    if (!IsRegularFile(combined_path)) {
+      status = CompileTo(combined, combined_path, static_cast<int>(missing.size()));
+    }
+    if (status.ok()) {
+      for (size_t i : missing) {
+        // Also file the combined object under each source's own key so that
+        // later single compiles hit the cache (best effort).
+        if (link(combined_path.c_str(), paths[i].c_str()) != 0) continue;
+      }
+      for (size_t i = 0; i < sources.size(); ++i) {
+        if (missing_paths.count(paths[i]) != 0) paths[i] = combined_path;
+      }
+    } else {
+      // The sources do not combine (e.g. clashing helper definitions):
+      // compile them one by one, which also attributes errors precisely.
+      for (size_t i : missing) RETURN_IF_ERROR(CompileTo(sources[i], paths[i], 1));
+    }
+  }
+  return paths;
+}
+
+Compiler::Stats ClangCompiler::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+// ---------------------------------------------------------------- CpuDevice
+
+CpuDevice::CpuDevice() : CpuDevice(Options()) {}
+
+CpuDevice::CpuDevice(const Options& options)
+    : Device("CPU"),
+      compiler_((options.cache_dir.empty() ? Env().cache_dir : options.cache_dir) + "/cpu",
+                options.clang),
+      pool_(options.threads) {}
+
+CpuDevice::~CpuDevice() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [path, handle] : handles_) dlclose(handle);
+}
+
+absl::StatusOr<std::unique_ptr<Program>> CpuDevice::LoadProgram(const std::string& function,
+                                                                const std::string& binary) {
+  absl::MutexLock lock(&mu_);
+  auto it = handles_.find(binary);
+  if (it == handles_.end()) {
+    void* handle = dlopen(binary.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* err = dlerror();
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot load CPU kernel library ", binary, ": ", err ? err : "unknown"));
+    }
+    it = handles_.emplace(binary, handle).first;
+  }
+  dlerror();
+  void* sym = dlsym(it->second, function.c_str());
+  if (sym == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("kernel function '", function, "' not found in ", binary));
+  }
+  return std::unique_ptr<Program>(std::make_unique<CpuProgram>(
+      function, reinterpret_cast<CpuProgram::KernelFn>(sym), &pool_));
+}
+
+}  // namespace kiln
