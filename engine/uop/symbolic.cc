@@ -402,7 +402,7 @@ std::string Render(const UOpRef& u, bool c_style) {
     }
     case Op::kDefineVar: return u->arg().Str();
     case Op::kSpecial: return u->arg().Str();
-    case Op::kRange: return absl::StrCat("ridx", u->arg().ToString());
+    case Op::kRange: return absl::StrCat("ridx", u->arg().Ints()[0]);
     case Op::kAdd: return bin("+");
     case Op::kSub: return bin("-");
     case Op::kMul: return bin("*");

@@ -188,6 +188,17 @@ UOpRef UOpInternTable::Get(Op op, DType dtype, UOpList src, Arg arg) {
 
 size_t LiveUOpCount() { return Table().Size(); }
 
+Arg ReduceArg(Op op, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> a = {static_cast<int64_t>(op)};
+  a.insert(a.end(), axes.begin(), axes.end());
+  return Arg(a);
+}
+Op ReduceOpOf(const UOp& r) { return static_cast<Op>(r.arg().Ints()[0]); }
+std::vector<int64_t> ReduceAxesOf(const UOp& r) {
+  const auto& a = r.arg().Ints();
+  return std::vector<int64_t>(a.begin() + 1, a.end());
+}
+
 // ---------------- UOp ----------------
 
 UOp::UOp(Op op, DType dtype, UOpList src, Arg arg, size_t hash)

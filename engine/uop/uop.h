@@ -135,6 +135,11 @@ class UOp : public std::enable_shared_from_this<UOp> {
 std::vector<const UOp*> Toposort(const UOpList& roots);
 std::vector<const UOp*> Toposort(const UOpRef& root);
 
+// REDUCE_AXIS args are {reduce op (kAdd, kMax, kMul), axes...}.
+Arg ReduceArg(Op op, const std::vector<int64_t>& axes);
+Op ReduceOpOf(const UOp& reduce);
+std::vector<int64_t> ReduceAxesOf(const UOp& reduce);
+
 // Number of live interned UOps (for tests and leak checks).
 size_t LiveUOpCount();
 

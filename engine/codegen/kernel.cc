@@ -1,0 +1,264 @@
+#include "engine/codegen/kernel.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/flags.h"
+#include "engine/base/status.h"
+
+namespace kiln {
+
+std::string Opt::ToString() const {
+  return absl::StrCat(op == OptOp::kUpcast ? "UPCAST" : "UNROLL", "(", axis, ",", amount,
+                      vector ? ",vec" : "", ")");
+}
+
+namespace {
+bool IsMem(const UOp& u) {
+  return u.op() == Op::kLoad || u.op() == Op::kStore || u.op() == Op::kValid;
+}
+}  // namespace
+
+absl::StatusOr<Kernel> Kernel::Create(const UOpRef& ast, const RendererOptions& opts) {
+  if (ast->op() != Op::kSink || ast->src().size() != 1 || ast->src(0)->op() != Op::kStore)
+    return absl::InvalidArgumentError("kernel AST must be a SINK of one STORE");
+  Kernel k;
+  k.ast_ = ast;
+  k.opts_ = opts;
+  for (const UOp* u : Toposort(ast)) {
+    if (IsMem(*u)) {
+      k.mems_.push_back(u);
+      k.sts_.emplace(u, *kiln::StOf(*u));
+    }
+    if (u->op() == Op::kReduceAxis) {
+      if (k.reduce_) return absl::InvalidArgumentError("kernel has more than one reduce");
+      k.reduce_ = u;
+    }
+  }
+  const Shape& out = k.sts_.at(ast->src(0).get()).shape();
+  k.full_shape_ = out;
+  if (k.reduce_) {
+    for (const UOp* u : Toposort(k.reduce_->src(0)))
+      if (IsMem(*u)) {
+        k.full_shape_ = k.sts_.at(u).shape();
+        break;
+      }
+  }
+  for (const auto& [u, st] : k.sts_) {
+    if (st.ndim() != out.size() || (st.shape() != out && st.shape() != k.full_shape_))
+      return absl::InvalidArgumentError(absl::StrCat("kernel views disagree: ", st.ToString()));
+  }
+  // Non-reduce axes first, reduce axes last.
+  std::vector<int> order;
+  for (int i = 0; i < k.ndim(); ++i)
+    if (k.full_shape_[i] == out[i]) order.push_back(i);
+  k.first_reduce_ = static_cast<int>(order.size());
+  for (int i = 0; i < k.ndim(); ++i)
+    if (k.full_shape_[i] != out[i]) order.push_back(i);
+  k.PermuteAll(order);
+  k.DropUnitAxes();
+  k.MergeAdjacent();
+  return k;
+}
+
+const Shape& Kernel::output_shape() const { return sts_.at(ast_->src(0).get()).shape(); }
+
+bool Kernel::IsReduceAxis(int axis) const {
+  return full_shape_[axis] != output_shape()[axis];
+}
+
+void Kernel::PermuteAll(const std::vector<int>& order) {
+  for (auto& [u, st] : sts_) st = st.Permute(order);
+  Shape f;
+  for (int o : order) f.push_back(full_shape_[o]);
+  full_shape_ = f;
+}
+
+void Kernel::ReshapeAll(const std::vector<Shape>& shapes) {
+  // shapes[0]: new full shape, shapes[1]: new output shape.
+  const Shape old_full = full_shape_;
+  for (auto& [u, st] : sts_) st = st.Reshape(st.shape() == old_full ? shapes[0] : shapes[1]);
+  full_shape_ = shapes[0];
+}
+
+void Kernel::DropUnitAxes() {
+  Shape f, o;
+  const Shape& out = output_shape();
+  int fr = 0;
+  for (int i = 0; i < ndim(); ++i) {
+    if (full_shape_[i] == 1) continue;
+    f.push_back(full_shape_[i]);
+    o.push_back(out[i]);
+    if (i < first_reduce_) ++fr;
+  }
+  if (f.size() == full_shape_.size()) return;
+  ReshapeAll({f, o});
+  first_reduce_ = fr;
+}
+
+bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {
+  const ShapeTracker& st = sts_.at(mem);
+  if (st.views().size() != 1 || st.view().mask()) return false;
+  *strides = st.view().strides();
+  return true;
+}
+
+void Kernel::MergeAdjacent() {
+  for (int i = ndim() - 2; i >= 0; --i) {
+    if ((i < first_reduce_) != (i + 1 < first_reduce_)) continue;
+    bool ok = true;
+    for (const UOp* m : mems_) {
+      const ShapeTracker& st = sts_.at(m);
+      if (st.views().size() != 1) {
+        ok = false;
+        break;
+      }
+      const View& v = st.view();
+      const auto& s = v.shape();
+      if (v.mask() && ((*v.mask())[i] != std::make_pair<int64_t, int64_t>(0, int64_t(s[i])) ||
+                       (*v.mask())[i + 1] != std::make_pair<int64_t, int64_t>(0, int64_t(s[i + 1])))) {
+        ok = false;
+        break;
+      }
+      if (s[i] == 1 && s[i + 1] == 1) continue;
+      if (v.strides()[i] != v.strides()[i + 1] * s[i + 1]) {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    Shape f = full_shape_, o = output_shape();
+    f[i] *= f[i + 1];
+    o[i] *= o[i + 1];
+    f.erase(f.begin() + i + 1);
+    o.erase(o.begin() + i + 1);
+    ReshapeAll({f, o});
+    if (i + 1 < first_reduce_) --first_reduce_;
+  }
+}
+
+void Kernel::SplitAll(int axis, int64_t amount) {
+  Shape f = full_shape_, o = output_shape();
+  int64_t fs = f[axis], os = o[axis];
+  f[axis] = fs / amount;
+  f.insert(f.begin() + axis + 1, amount);
+  o[axis] = os == 1 ? 1 : os / amount;
+  o.insert(o.begin() + axis + 1, os == 1 ? 1 : amount);
+  ReshapeAll({f, o});
+  std::vector<int> order;
+  for (int i = 0; i < ndim(); ++i)
+    if (i != axis + 1) order.push_back(i);
+  order.push_back(axis + 1);
+  PermuteAll(order);
+  ++upcasted_;
+}
+
+absl::Status Kernel::ApplyOpt(const Opt& opt) {
+  int axis = opt.op == OptOp::kUpcast ? opt.axis : first_reduce_ + opt.axis;
+  bool ok_axis = opt.op == OptOp::kUpcast ? (opt.axis >= 0 && opt.axis < first_reduce_)
+                                          : (axis >= first_reduce_ && axis < first_upcast());
+  if (!ok_axis) return absl::InvalidArgumentError(absl::StrCat("bad axis for ", opt.ToString()));
+  if (opt.amount <= 1 || full_shape_[axis] % opt.amount != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(opt.ToString(), " does not divide axis of size ", full_shape_[axis]));
+  if (opt.vector && vector_axis_ >= 0)
+    return absl::InvalidArgumentError("kernel already has a vector axis");
+  int64_t up = opt.amount;
+  for (int i = first_upcast(); i < ndim(); ++i) up *= full_shape_[i];
+  if (up > opts_.max_upcast) return absl::InvalidArgumentError("upcast too large");
+  SplitAll(axis, opt.amount);
+  if (opt.vector) vector_axis_ = ndim() - 1;
+  applied_.push_back(opt);
+  return absl::OkStatus();
+}
+
+void Kernel::HandCodedOptimizations() {
+  if (Env().noopt || ndim() == 0) return;
+  const UOp* store = ast_->src(0).get();
+  int itemsize = std::max(1, store->src(0)->dtype().ItemSize());
+  int64_t width = std::max(1, opts_.vector_bytes / std::max(4, itemsize));
+  if (!opts_.supports_float16 && store->src(0)->dtype().ScalarSize() == 2 &&
+      store->src(0)->dtype().IsFloat())
+    width = std::min<int64_t>(width, 8);
+  auto pick = [&](int64_t size) -> int64_t {
+    for (int64_t w = width; w >= 4; w /= 2)
+      if (size % w == 0) return w;
+    return 0;
+  };
+  std::vector<int64_t> out_strides;
+  bool store_plain = Strides(store, &out_strides);
+  // 1. Vectorize the global axis the output is contiguous along.
+  int vec_axis = -1;
+  if (store_plain) {
+    for (int i = first_reduce_ - 1; i >= 0; --i) {
+      if (out_strides[i] == 1) {
+        if (int64_t w = pick(full_shape_[i])) {
+          if (ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
+        }
+        break;
+      }
+    }
+  }
+  // 2. Or vectorize a reduce axis that the reduce input reads contiguously.
+  if (vec_axis < 0 && reduce_) {
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m == store || !Strides(m, &st)) continue;
+      for (int i = first_upcast() - 1; i >= first_reduce_; --i) {
+        if (st[i] != 1) continue;
+        if (int64_t w = pick(full_shape_[i]))
+          (void)ApplyOpt({OptOp::kUnroll, i - first_reduce_, w, true});
+        break;
+      }
+      break;
+    }
+  }
+  if (!reduce_) return;
+  // 3. Reuse: upcast global axes along which some input is broadcast (stride
+  //    0), so one load feeds several accumulators (matmul register tiling).
+  auto broadcast_along = [&](int axis) {
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m != store && Strides(m, &st) && st[axis] == 0 && full_shape_[axis] > 1) return true;
+    }
+    return false;
+  };
+  if (vec_axis >= 0 && broadcast_along(vec_axis) && full_shape_[vec_axis] % 2 == 0)
+    (void)ApplyOpt({OptOp::kUpcast, vec_axis, 2});
+  for (int i = first_reduce_ - 1; i >= 0; --i) {
+    if (i == vec_axis || !broadcast_along(i)) continue;
+    for (int64_t amt : {4, 3, 2}) {
+      if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) break;
+    }
+    break;
+  }
+  // 4. Unroll the innermost reduce loop a little.
+  int last_reduce = first_upcast() - 1;
+  if (last_reduce >= first_reduce_ && full_shape_[last_reduce] >= 16 &&
+      full_shape_[last_reduce] % 4 == 0)
+    (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, 4});
+  // 5. With register tiles, put the most-upcast global axis outermost so the
+  //    tile of the other operand stays in cache across the inner loop.
+  if (first_reduce_ >= 2 && upcasted_ > 1) {
+    std::vector<int64_t> tile(first_reduce_, 1);
+    for (const Opt& o : applied_)
+      if (o.op == OptOp::kUpcast) tile[o.axis] *= o.amount;
+    std::vector<int> order(ndim());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.begin() + first_reduce_,
+                     [&](int a, int b) { return tile[a] > tile[b]; });
+    bool identity = true;
+    for (int i = 0; i < ndim(); ++i) identity &= order[i] == i;
+    if (!identity) PermuteAll(order);
+  }
+}
+
+std::string Kernel::Name() const {
+  std::string n = reduce_ ? "r" : "E";
+  for (int64_t d : full_shape_) absl::StrAppend(&n, "_", d);
+  return n;
+}
+
+}  // namespace kiln

@@ -1,0 +1,95 @@
+// Kernel: one kernel AST plus the optimizations applied to it.
+//
+// All memory ops of the AST (LOAD, STORE, VALID) view the same iteration
+// space, the "full shape". Its axes are laid out as
+//   [global axes][reduce axes][upcast axes]
+// Global axes become loops (the first one split across CPU threads) or GPU
+// grid dims; reduce axes become inner loops; upcast axes are unrolled into
+// the kernel body, one of them as an explicit vector (float8...).
+// Optimizations (OptOps) reshape and permute every view alike:
+//   UPCAST(axis, n)  split a global axis and unroll n copies
+//   UNROLL(axis, n)  the same for a reduce axis
+// Hand-coded heuristics pick them; NOOPT=1 disables them.
+// Not thread-safe (one Kernel per compile).
+#ifndef KILN_ENGINE_CODEGEN_KERNEL_H_
+#define KILN_ENGINE_CODEGEN_KERNEL_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/shape/shape_tracker.h"
+#include "engine/uop/uop.h"
+
+namespace kiln {
+
+struct RendererOptions {
+  std::string device = "CPU";
+  bool gpu = false;           // global axes as grid indices instead of loops
+  int vector_bytes = 32;      // widest vector register (AVX2: 32)
+  bool supports_float16 = false;
+  int max_upcast = 64;        // max elements per unrolled body
+};
+
+enum class OptOp { kUpcast, kUnroll };
+
+struct Opt {
+  OptOp op;
+  int axis;     // UPCAST: global axis index; UNROLL: index among reduce axes
+  int64_t amount;
+  bool vector = false;  // this upcast becomes the vector lane axis
+  std::string ToString() const;
+};
+
+class Kernel {
+ public:
+  // `ast` is a SINK of one STORE (see engine/schedule).
+  static absl::StatusOr<Kernel> Create(const UOpRef& ast, const RendererOptions& opts);
+
+  const UOpRef& ast() const { return ast_; }
+  const Shape& full_shape() const { return full_shape_; }
+  const Shape& output_shape() const;
+  int ndim() const { return static_cast<int>(full_shape_.size()); }
+  int first_reduce() const { return first_reduce_; }
+  int upcasted() const { return upcasted_; }
+  int first_upcast() const { return ndim() - upcasted_; }
+  // Vector lane axis (an upcast axis) and its width; -1 / 1 if none.
+  int vector_axis() const { return vector_axis_; }
+  int64_t vector_width() const { return vector_axis_ < 0 ? 1 : full_shape_[vector_axis_]; }
+  bool IsReduceAxis(int axis) const;
+  const UOp* reduce() const { return reduce_; }
+  const std::vector<Opt>& applied() const { return applied_; }
+  const RendererOptions& options() const { return opts_; }
+  // The view of a memory op (LOAD / STORE / VALID) in the current axes.
+  const ShapeTracker& StOf(const UOp* mem) const { return sts_.at(mem); }
+
+  absl::Status ApplyOpt(const Opt& opt);
+  void HandCodedOptimizations();
+  // "r_64_16_1024_4_8" style: E_ for elementwise, r_ for reduce kernels.
+  std::string Name() const;
+
+ private:
+  Kernel() = default;
+  void ReshapeAll(const std::vector<Shape>& new_full_and_out);  // helper
+  void PermuteAll(const std::vector<int>& order);
+  void SplitAll(int axis, int64_t amount);  // axis -> (s/amount, amount) at the end
+  void MergeAdjacent();
+  void DropUnitAxes();
+  bool Strides(const UOp* mem, std::vector<int64_t>* strides) const;
+
+  UOpRef ast_;
+  RendererOptions opts_;
+  const UOp* reduce_ = nullptr;
+  std::vector<const UOp*> mems_;  // memory ops in AST order
+  std::map<const UOp*, ShapeTracker> sts_;
+  Shape full_shape_;
+  int first_reduce_ = 0;
+  int upcasted_ = 0;
+  int vector_axis_ = -1;
+  std::vector<Opt> applied_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_CODEGEN_KERNEL_H_

@@ -1,0 +1,474 @@
+#include "engine/codegen/lowerer.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status.h"
+#include "engine/uop/symbolic.h"
+
+namespace kiln {
+namespace {
+
+// ---------------- emission with loop scopes and hoisting ----------------
+
+class Emitter {
+ public:
+  Emitter() {
+    root_ = std::make_unique<Scope>();
+    open_.push_back(root_.get());
+  }
+
+  // Emits u after its sources, in the outermost open scope where all of them
+  // are defined; `pin` (and anything reading an accumulator) stays in the
+  // innermost scope.
+  void Emit(const UOpRef& u, bool pin = false) {
+    if (depth_.count(u.get())) return;
+    int d = 0;
+    bool pinned = pin || u->op() == Op::kDefineAcc || u->op() == Op::kAssign ||
+                  u->op() == Op::kStore;
+    for (const UOpRef& s : u->src()) {
+      Emit(s);
+      d = std::max(d, depth_.at(s.get()));
+      if (acc_dep_.count(s.get())) pinned = true;
+    }
+    if (pinned) d = Depth();
+    if (u->op() == Op::kDefineAcc || u->op() == Op::kAssign || pinned) acc_dep_.insert(u.get());
+    if (u->op() == Op::kStore || u->op() == Op::kDefineAcc) acc_dep_.insert(u.get());
+    Scope* s = open_[d];
+    if (d == Depth()) {
+      s->items.push_back({u, nullptr});
+    } else {  // before the open child scope
+      s->items.insert(s->items.end() - 1, Item{u, nullptr});
+    }
+    depth_[u.get()] = d;
+    keep_.push_back(u);
+  }
+
+  void OpenLoop(const UOpRef& range) {
+    for (const UOpRef& s : range->src()) Emit(s);
+    auto child = std::make_unique<Scope>();
+    Scope* c = child.get();
+    open_.back()->items.push_back({range, std::move(child)});
+    open_.push_back(c);
+    depth_[range.get()] = Depth();
+    keep_.push_back(range);
+  }
+
+  void CloseLoop() { open_.pop_back(); }
+
+  UOpList Flatten() const {
+    UOpList out;
+    FlattenInto(*root_, &out);
+    return out;
+  }
+
+ private:
+  struct Scope;
+  struct Item {
+    UOpRef u;
+    std::unique_ptr<Scope> child;
+  };
+  struct Scope {
+    std::vector<Item> items;
+  };
+
+  int Depth() const { return static_cast<int>(open_.size()) - 1; }
+
+  static void FlattenInto(const Scope& s, UOpList* out) {
+    for (const Item& it : s.items) {
+      out->push_back(it.u);
+      if (it.child) {
+        FlattenInto(*it.child, out);
+        out->push_back(UOp::Make(Op::kEndRange, dtypes::kVoid, {it.u}));
+      }
+    }
+  }
+
+  std::unique_ptr<Scope> root_;
+  std::vector<Scope*> open_;
+  std::unordered_map<const UOp*, int> depth_;
+  std::unordered_set<const UOp*> acc_dep_;
+  UOpList keep_;
+};
+
+bool Contains(const UOpRef& expr, const UOp* v) {
+  for (const UOp* u : Toposort(expr))
+    if (u == v) return true;
+  return false;
+}
+
+UOpRef Broadcast(const UOpRef& x, int64_t w) {
+  if (w == 1) return x;
+  return UOp::Make(Op::kVectorize, x->dtype().Vec(static_cast<int>(w)), UOpList(w, x));
+}
+
+UOpRef ConstOf(DType dt, double v) {
+  if (dt.IsFloat()) return UOp::Const(dt.Scalar(), v);
+  return UOp::Const(dt.Scalar(), static_cast<int64_t>(v));
+}
+
+UOpRef Identity(Op op, DType dt) {
+  switch (op) {
+    case Op::kAdd: return ConstOf(dt, 0);
+    case Op::kMul: return ConstOf(dt, 1);
+    case Op::kMax:
+      if (dt.IsFloat()) return UOp::Const(dt.Scalar(), -std::numeric_limits<double>::infinity());
+      return UOp::Const(dt.Scalar(), static_cast<int64_t>(DTypeMin(dt)));
+    default: KILN_CHECK(false, "no identity for reduce op ", OpName(op));
+  }
+  return nullptr;
+}
+
+// ---------------- the lowerer ----------------
+
+class Lowerer {
+ public:
+  explicit Lowerer(const Kernel& k) : k_(k) {}
+
+  absl::StatusOr<LinearProgram> Run() {
+    const int n = k_.ndim();
+    const int fr = k_.first_reduce(), fu = k_.first_upcast();
+    vx_ = k_.vector_axis();
+    w_ = k_.vector_width();
+    lane_ = UOp::Variable("lane", 0, std::max<int64_t>(w_ - 1, 0));
+    idx_.assign(n, nullptr);
+    for (int a = fu; a < n; ++a) {
+      if (a == vx_) continue;
+      (k_.IsReduceAxis(a) ? r_axes_ : g_axes_).push_back(a);
+    }
+    bool vec_is_reduce = vx_ >= 0 && k_.IsReduceAxis(vx_);
+    w_post_ = vec_is_reduce ? 1 : w_;
+
+    LinearProgram p;
+    p.name = k_.Name();
+    for (const Opt& o : k_.applied()) p.opts.push_back(o.ToString());
+    // Global loops; the first real one runs split across threads.
+    int range_id = 0;
+    bool parallel = true;
+    for (int a = 0; a < fr; ++a) {
+      int64_t s = k_.full_shape()[a];
+      if (s == 1) {
+        idx_[a] = UOp::ConstInt(0);
+        continue;
+      }
+      UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(s)},
+                           Arg(std::vector<int64_t>{range_id++, parallel ? 1 : 0}));
+      if (parallel) p.global[0] = s;
+      parallel = false;
+      idx_[a] = r;
+      em_.OpenLoop(r);
+      ++open_loops_;
+    }
+    if (const UOp* red = k_.reduce()) {
+      Op rop = ReduceOpOf(*red);
+      DType dt = red->dtype();
+      std::vector<std::map<int, int64_t>> gcombos = Combos(g_axes_);
+      std::vector<std::map<int, int64_t>> rcombos = Combos(r_axes_);
+      std::vector<UOpRef> acc(gcombos.size()), cur(gcombos.size());
+      for (size_t g = 0; g < gcombos.size(); ++g) {
+        UOpRef init = Broadcast(Identity(rop, dt), w_);
+        acc[g] = UOp::Make(Op::kDefineAcc, dt.Vec(static_cast<int>(w_)), {init},
+                           Arg(static_cast<int64_t>(acc_id_++)));
+        em_.Emit(acc[g], true);
+        cur[g] = acc[g];
+      }
+      int reduce_loops = 0;
+      for (int a = fr; a < fu; ++a) {
+        int64_t s = k_.full_shape()[a];
+        if (s == 1) {
+          idx_[a] = UOp::ConstInt(0);
+          continue;
+        }
+        UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(s)},
+                             Arg(std::vector<int64_t>{range_id++, 0}));
+        idx_[a] = r;
+        em_.OpenLoop(r);
+        ++reduce_loops;
+      }
+      for (size_t g = 0; g < gcombos.size(); ++g) {
+        for (const auto& rc : rcombos) {
+          combo_ = gcombos[g];
+          combo_.insert(rc.begin(), rc.end());
+          const UOpRef& x = red->src(0);
+          UOpRef nv;
+          if (rop == Op::kAdd && x->op() == Op::kMul && dt.IsFloat()) {
+            ASSIGN_OR_RETURN(UOpRef a, LowerNode(x->src(0), w_));
+            ASSIGN_OR_RETURN(UOpRef b, LowerNode(x->src(1), w_));
+            nv = UOp::Make(Op::kMulAcc, a->dtype(), {a, b, cur[g]});
+          } else {
+            ASSIGN_OR_RETURN(UOpRef v, LowerNode(x, w_));
+            nv = Alu(rop, {cur[g], v});
+          }
+          cur[g] = UOp::Make(Op::kAssign, nv->dtype(), {acc[g], nv});
+          em_.Emit(cur[g], true);
+        }
+      }
+      for (int i = 0; i < reduce_loops; ++i) em_.CloseLoop();
+      for (size_t g = 0; g < gcombos.size(); ++g) {
+        UOpRef res = acc[g];
+        if (vec_is_reduce) {  // horizontal reduce of the vector lanes
+          res = UOp::Make(Op::kGep, dt, {acc[g]}, Arg(int64_t{0}));
+          for (int64_t l = 1; l < w_; ++l)
+            res = Alu(rop, {res, UOp::Make(Op::kGep, dt, {acc[g]}, Arg(l))});
+        }
+        reduce_result_[Key(gcombos[g])] = res;
+      }
+    }
+    // Post-reduce values and the store, for each global upcast copy.
+    for (const auto& gc : Combos(g_axes_)) {
+      combo_ = gc;
+      RETURN_IF_ERROR(LowerStore());
+    }
+    for (int i = 0; i < open_loops_; ++i) em_.CloseLoop();
+    p.uops = em_.Flatten();
+    for (const UOpRef& u : p.uops) {
+      if (u->op() == Op::kDefineGlobal) p.num_bufs = std::max<int>(p.num_bufs, u->arg().Int() + 1);
+      if (u->op() == Op::kDefineVar) p.vars.push_back(u->arg().Str());
+    }
+    // Buffers are defined first, in parameter order.
+    std::stable_partition(p.uops.begin(), p.uops.end(),
+                          [](const UOpRef& u) { return u->op() == Op::kDefineGlobal; });
+    std::stable_sort(p.uops.begin(), p.uops.begin() + p.num_bufs,
+                     [](const UOpRef& a, const UOpRef& b) { return a->arg().Int() < b->arg().Int(); });
+    return p;
+  }
+
+ private:
+  std::vector<std::map<int, int64_t>> Combos(const std::vector<int>& axes) const {
+    std::vector<std::map<int, int64_t>> out = {{}};
+    for (int a : axes) {
+      std::vector<std::map<int, int64_t>> next;
+      for (const auto& c : out)
+        for (int64_t v = 0; v < k_.full_shape()[a]; ++v) {
+          auto m = c;
+          m[a] = v;
+          next.push_back(m);
+        }
+      out = next;
+    }
+    return out;
+  }
+
+  std::string Key(const std::map<int, int64_t>& c) const {
+    std::string s;
+    for (const auto& [a, v] : c) absl::StrAppend(&s, a, "=", v, ";");
+    return s;
+  }
+
+  // Per-axis index expressions for a view of shape `shape`, lane axis as var.
+  UOpList Idxs(const Shape& shape, int64_t w) const {
+    UOpList idxs(shape.size());
+    for (size_t a = 0; a < shape.size(); ++a) {
+      if (shape[a] == 1) {
+        idxs[a] = UOp::ConstInt(0);
+      } else if (static_cast<int>(a) == vx_) {
+        idxs[a] = w > 1 ? lane_ : UOp::ConstInt(0);
+      } else if (static_cast<int>(a) >= k_.first_upcast()) {
+        idxs[a] = UOp::ConstInt(combo_.at(static_cast<int>(a)));
+      } else {
+        idxs[a] = idx_[a];
+      }
+    }
+    return idxs;
+  }
+
+  UOpRef AtLane(const UOpRef& e, int64_t l) {
+    return Simplify(Substitute(e, {{lane_.get(), UOp::ConstInt(l)}}));
+  }
+
+  UOpRef ScalarLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOpRef& valid) {
+    if (valid->IsConstInt(0)) return ConstOf(dt, 0);
+    if (valid->IsConstInt(1)) return UOp::Make(Op::kLoad, dt, {buf, idx});
+    return UOp::Make(Op::kLoad, dt, {buf, idx, valid, ConstOf(dt, 0)});
+  }
+
+  UOpRef LowerLoad(const UOp* n, int64_t w) {
+    const ShapeTracker& st = k_.StOf(n);
+    auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
+    const UOpRef& buf = n->src(0);
+    DType dt = n->dtype();
+    if (w == 1 || (!Contains(idx, lane_.get()) && !Contains(valid, lane_.get())))
+      return Broadcast(ScalarLoad(buf, dt, idx, valid), w);
+    if (!Contains(valid, lane_.get())) {
+      UOpRef idx0 = AtLane(idx, 0);
+      if (Simplify(idx - idx0) == lane_) {
+        if (valid->IsConstInt(0)) return Broadcast(ConstOf(dt, 0), w);
+        DType vt = dt.Vec(static_cast<int>(w));
+        if (valid->IsConstInt(1)) return UOp::Make(Op::kLoad, vt, {buf, idx0});
+        return UOp::Make(Op::kLoad, vt, {buf, idx0, valid, Broadcast(ConstOf(dt, 0), w)});
+      }
+    }
+    UOpList lanes;
+    for (int64_t l = 0; l < w; ++l)
+      lanes.push_back(ScalarLoad(buf, dt, AtLane(idx, l), AtLane(valid, l)));
+    return UOp::Make(Op::kVectorize, dt.Vec(static_cast<int>(w)), lanes);
+  }
+
+  UOpRef LowerValid(const UOp* n, int64_t w) {
+    const ShapeTracker& st = k_.StOf(n);
+    auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
+    if (w == 1 || !Contains(valid, lane_.get())) return Broadcast(valid, w);
+    UOpList lanes;
+    for (int64_t l = 0; l < w; ++l) lanes.push_back(AtLane(valid, l));
+    return UOp::Make(Op::kVectorize, dtypes::kBool.Vec(static_cast<int>(w)), lanes);
+  }
+
+  absl::StatusOr<UOpRef> LowerNode(const UOpRef& n, int64_t w) {
+    std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(n.get()), "/", w, "/", Key(combo_));
+    auto hit = memo_.find(key);
+    if (hit != memo_.end()) return hit->second;
+    UOpRef r;
+    switch (n->op()) {
+      case Op::kLoad: r = LowerLoad(n.get(), w); break;
+      case Op::kValid: r = LowerValid(n.get(), w); break;
+      case Op::kConst: r = Broadcast(n, w); break;
+      case Op::kReduceAxis: {
+        std::map<int, int64_t> g;
+        for (int a : g_axes_) g[a] = combo_.at(a);
+        r = reduce_result_.at(Key(g));
+        break;
+      }
+      default: {
+        if (!(IsAlu(n->op()) || n->op() == Op::kCast || n->op() == Op::kBitcast))
+          return absl::InternalError(absl::StrCat("lowerer: unexpected ", n->Describe()));
+        UOpList src;
+        for (const UOpRef& s : n->src()) {
+          ASSIGN_OR_RETURN(UOpRef l, LowerNode(s, w));
+          src.push_back(l);
+        }
+        DType dt = n->dtype().Vec(static_cast<int>(w));
+        r = UOp::Make(n->op(), dt, src, n->arg());
+      }
+    }
+    keep_.push_back(n);
+    memo_[key] = r;
+    return r;
+  }
+
+  absl::Status LowerStore() {
+    const UOp* store = k_.ast()->src(0).get();
+    ASSIGN_OR_RETURN(UOpRef value, LowerNode(store->src(1), w_post_));
+    const ShapeTracker& st = k_.StOf(store);
+    auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w_post_));
+    const UOpRef& buf = store->src(0);
+    auto store_op = [&](const UOpRef& i, const UOpRef& v, const UOpRef& ok) {
+      if (ok->IsConstInt(0)) return;
+      UOpList src = {buf, i, v};
+      if (!ok->IsConstInt(1)) src.push_back(ok);
+      em_.Emit(UOp::Make(Op::kStore, dtypes::kVoid, src), true);
+    };
+    if (w_post_ == 1) {
+      store_op(idx, value, valid);
+      return absl::OkStatus();
+    }
+    UOpRef idx0 = AtLane(idx, 0);
+    if (!Contains(valid, lane_.get()) && Simplify(idx - idx0) == lane_) {
+      store_op(idx0, value, valid);
+      return absl::OkStatus();
+    }
+    DType sdt = value->dtype().Scalar();
+    for (int64_t l = 0; l < w_post_; ++l)
+      store_op(AtLane(idx, l), UOp::Make(Op::kGep, sdt, {value}, Arg(l)), AtLane(valid, l));
+    return absl::OkStatus();
+  }
+
+  const Kernel& k_;
+  Emitter em_;
+  int vx_ = -1;
+  int64_t w_ = 1, w_post_ = 1;
+  UOpRef lane_;
+  UOpList idx_;
+  std::vector<int> g_axes_, r_axes_;
+  std::map<int, int64_t> combo_;
+  std::unordered_map<std::string, UOpRef> reduce_result_;
+  std::unordered_map<std::string, UOpRef> memo_;
+  UOpList keep_;
+  int acc_id_ = 0;
+  int open_loops_ = 0;
+};
+
+// Nodes that only compute addresses or gates (not counted as FLOPs).
+std::unordered_set<const UOp*> AddressNodes(const UOpList& uops) {
+  std::unordered_set<const UOp*> addr;
+  std::vector<const UOp*> stack;
+  for (const UOpRef& u : uops) {
+    if (u->op() == Op::kLoad || u->op() == Op::kStore) {
+      for (size_t i = 1; i < u->src().size(); ++i) {
+        if (u->op() == Op::kStore && i == 2) continue;  // the stored value
+        if (u->op() == Op::kLoad && i == 3) continue;   // the alternative value
+        stack.push_back(u->src(i).get());
+      }
+    }
+  }
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!addr.insert(u).second) continue;
+    for (const UOpRef& s : u->src()) stack.push_back(s.get());
+  }
+  return addr;
+}
+
+}  // namespace
+
+absl::StatusOr<LinearProgram> Lower(const Kernel& k) {
+  Lowerer l(k);
+  return l.Run();
+}
+
+void EstimateCosts(LinearProgram* p, const std::vector<int64_t>& buffer_bytes) {
+  std::unordered_set<const UOp*> addr = AddressNodes(p->uops);
+  std::vector<double> trips = {1};
+  std::vector<double> touched(buffer_bytes.size(), 0);
+  double flops = 0;
+  for (const UOpRef& u : p->uops) {
+    double mult = trips.back();
+    if (u->op() == Op::kRange) {
+      double n = static_cast<double>(u->src(1)->vmax() - u->src(0)->vmin());
+      trips.push_back(mult * std::max(n, 0.0));
+      continue;
+    }
+    if (u->op() == Op::kEndRange) {
+      trips.pop_back();
+      continue;
+    }
+    int lanes = u->dtype().count;
+    if (IsAlu(u->op()) && !addr.count(u.get()))
+      flops += mult * lanes * (u->op() == Op::kMulAcc ? 2 : 1);
+    if (u->op() == Op::kLoad || u->op() == Op::kStore) {
+      int b = static_cast<int>(u->src(0)->arg().Int());
+      DType dt = u->op() == Op::kLoad ? u->dtype() : u->src(2)->dtype();
+      if (b < static_cast<int>(touched.size())) touched[b] += mult * dt.ItemSize();
+    }
+  }
+  double bytes = 0;
+  for (size_t i = 0; i < touched.size(); ++i)
+    bytes += std::min(touched[i], static_cast<double>(buffer_bytes[i]));
+  p->flops = flops;
+  p->bytes = bytes;
+}
+
+std::string ListProgram(const LinearProgram& p) {
+  std::unordered_map<const UOp*, int> id;
+  std::string out;
+  for (const UOpRef& u : p.uops) {
+    int i = static_cast<int>(id.size());
+    id[u.get()] = i;
+    std::vector<std::string> srcs;
+    for (const UOpRef& s : u->src()) {
+      auto it = id.find(s.get());
+      srcs.push_back(it == id.end() ? RenderExpr(s) : absl::StrCat("%", it->second));
+    }
+    absl::StrAppend(&out, "%", i, " = ", OpName(u->op()), " ", u->dtype().Name(), " (",
+                    absl::StrJoin(srcs, ", "), ")",
+                    u->arg().IsNone() ? "" : " " + u->arg().ToString(), "\n");
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,240 @@
+#include "engine/runtime/cpu_device.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+std::string NewTempDir() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string tmpl = absl::StrCat(base != nullptr ? base : "/tmp", "/kiln_cpu_XXXXXX");
+  char* dir = mkdtemp(tmpl.data());
+  EXPECT_NE(dir, nullptr);
+  return tmpl;
+}
+
+CpuDevice::Options TestOptions(int threads = 2) {
+  CpuDevice::Options o;
+  o.cache_dir = NewTempDir();
+  o.threads = threads;
+  return o;
+}
+
+const char* kAddSource = R"(
+void add(void** bufs, const long long* vars, long long start, long long end) {
+  float* c = (float*)bufs[0];
+  const float* a = (const float*)bufs[1];
+  const float* b = (const float*)bufs[2];
+  for (long long i = start; i < end; i++) c[i] = a[i] + b[i];
+}
+)";
+
+// c[i] = a[i] * vars[0] + vars[1] for i < vars[2]; records which thread ran
+// the first element of each chunk.
+const char* kVarsSource = R"(
+void axpb(void** bufs, const long long* vars, long long start, long long end) {
+  int* c = (int*)bufs[0];
+  const int* a = (const int*)bufs[1];
+  for (long long i = start; i < end && i < vars[2]; i++) c[i] = a[i] * (int)vars[0] + (int)vars[1];
+}
+)";
+
+TEST(CpuDeviceTest, CompileLaunchSplitAcrossThreads) {
+  CpuDevice dev(TestOptions(2));
+  EXPECT_EQ(dev.renderer(), "c");
+  EXPECT_EQ(dev.workers(), 2);
+  absl::StatusOr<std::string> so = dev.compiler().Compile(kAddSource);
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::unique_ptr<Program>> prog = dev.LoadProgram("add", *so);
+  ASSERT_TRUE(prog.ok()) << prog.status();
+  EXPECT_EQ((*prog)->name(), "add");
+
+  const int n = 1000;
+  std::vector<float> a(n), b(n), c(n, -1.0f);
+  for (int i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = 0.5f * static_cast<float>(i);
+  }
+  BufferRef ba = *dev.NewBuffer(n * 4), bb = *dev.NewBuffer(n * 4), bc = *dev.NewBuffer(n * 4);
+  ASSERT_TRUE(ba->CopyIn(a.data(), n * 4).ok());
+  ASSERT_TRUE(bb->CopyIn(b.data(), n * 4).ok());
+  LaunchDims dims;
+  dims.global[0] = n;
+  double seconds = -1;
+  ASSERT_TRUE((*prog)->Launch({*bc->Ptr(), *ba->Ptr(), *bb->Ptr()}, {}, dims, true, &seconds).ok());
+  EXPECT_GE(seconds, 0.0);
+  ASSERT_TRUE(bc->CopyOut(c.data(), n * 4).ok());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], 1.5f * static_cast<float>(i)) << i;
+
+  // single_thread runs the whole range inline.
+  std::fill(c.begin(), c.end(), 0.0f);
+  ASSERT_TRUE(bc->CopyIn(c.data(), n * 4).ok());
+  dims.single_thread = true;
+  ASSERT_TRUE((*prog)->Launch({*bc->Ptr(), *ba->Ptr(), *bb->Ptr()}, {}, dims, true, nullptr).ok());
+  ASSERT_TRUE(bc->CopyOut(c.data(), n * 4).ok());
+  EXPECT_EQ(c[999], 1.5f * 999);
+  EXPECT_EQ(dev.compiler().stats().compiled, 1u);
+}
+
+TEST(CpuDeviceTest, KernelWithVars) {
+  CpuDevice dev(TestOptions(3));
+  absl::StatusOr<std::string> so = dev.compiler().Compile(kVarsSource);
+  ASSERT_TRUE(so.ok()) << so.status();
+  std::unique_ptr<Program> prog = std::move(dev.LoadProgram("axpb", *so)).value();
+  std::vector<int> a(100), c(100, 7);
+  for (int i = 0; i < 100; ++i) a[i] = i;
+  LaunchDims dims;
+  dims.global[0] = 100;
+  ASSERT_TRUE(prog->Launch({c.data(), a.data()}, {3, -4, 90}, dims, true, nullptr).ok());
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(c[i], i < 90 ? 3 * i - 4 : 7) << i;
+}
+
+TEST(CpuDeviceTest, DiskCacheHitAcrossDevices) {
+  CpuDevice::Options opts = TestOptions();
+  std::string path;
+  {
+    CpuDevice dev(opts);
+    path = *dev.compiler().Compile(kAddSource);
+    EXPECT_EQ(dev.compiler().stats().compiled, 1u);
+    EXPECT_EQ(dev.compiler().stats().disk_hits, 0u);
+    EXPECT_EQ(*dev.compiler().Compile(kAddSource), path);
+    EXPECT_EQ(dev.compiler().stats().disk_hits, 1u);
+  }
+  EXPECT_EQ(path.rfind(opts.cache_dir + "/cpu/", 0), 0u) << path;
+  struct stat st;
+  EXPECT_EQ(stat(path.c_str(), &st), 0);
+  // A new device (as a new process would) finds the object on disk.
+  CpuDevice dev2(opts);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(*dev2.compiler().Compile(kAddSource), path);
+  EXPECT_EQ(dev2.compiler().stats().compiled, 0u);
+  EXPECT_EQ(dev2.compiler().stats().disk_hits, 1u);
+  std::printf("disk cache hit in %.2f ms (first use, includes clang --version)\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  EXPECT_TRUE(dev2.LoadProgram("add", path).ok());
+  // A different source gets a different file.
+  std::string other = std::string(kAddSource) + "\n// changed\n";
+  EXPECT_NE(*dev2.compiler().Compile(other), path);
+}
+
+TEST(CpuDeviceTest, CompileErrorContainsClangMessage) {
+  CpuDevice dev(TestOptions());
+  absl::StatusOr<std::string> so =
+      dev.compiler().Compile("void broken(void** bufs) { undeclared_thing = 1; }\n");
+  ASSERT_FALSE(so.ok());
+  EXPECT_EQ(so.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(so.status().message().find("undeclared_thing"), std::string::npos) << so.status();
+  EXPECT_NE(so.status().message().find("error"), std::string::npos) << so.status();
+}
+
+TEST(CpuDeviceTest, MissingCompilerIsNamed) {
+  CpuDevice::Options opts = TestOptions();
+  opts.clang = "kiln-no-such-clang";
+  CpuDevice dev(opts);
+  absl::StatusOr<std::string> so = dev.compiler().Compile(kAddSource);
+  ASSERT_FALSE(so.ok());
+  EXPECT_NE(so.status().message().find("kiln-no-such-clang"), std::string::npos) << so.status();
+}
+
+TEST(CpuDeviceTest, LoadErrors) {
+  CpuDevice dev(TestOptions());
+  std::string so = *dev.compiler().Compile(kAddSource);
+  EXPECT_EQ(dev.LoadProgram("nope", so).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(dev.LoadProgram("add", "/nonexistent/kernel.so").ok());
+}
+
+std::string ScaleSource(int k) {
+  return absl::StrCat("void scale", k,
+                      "(void** bufs, const long long* vars, long long start, long long end) {\n"
+                      "  int* out = (int*)bufs[0];\n"
+                      "  for (long long i = start; i < end; i++) out[i] = (int)i * ",
+                      k, ";\n}\n");
+}
+
+TEST(CpuDeviceTest, CompileManyInOneClangRun) {
+  CpuDevice dev(TestOptions());
+  // One source is compiled beforehand: it is served from the cache.
+  ASSERT_TRUE(dev.compiler().Compile(ScaleSource(2)).ok());
+  std::vector<std::string> sources = {ScaleSource(2), ScaleSource(3), ScaleSource(5),
+                                      ScaleSource(7)};
+  auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<std::string>> bins = dev.compiler().CompileMany(sources);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(bins.ok()) << bins.status();
+  ASSERT_EQ(bins->size(), 4u);
+  std::printf("CompileMany of 3 uncached kernels: %.1f ms\n", ms);
+  Compiler::Stats stats = dev.compiler().stats();
+  EXPECT_EQ(stats.compiled, 1u + 3u);
+  EXPECT_EQ(stats.disk_hits, 1u);
+  // The three new kernels share one shared object.
+  EXPECT_EQ((*bins)[1], (*bins)[2]);
+  EXPECT_EQ((*bins)[2], (*bins)[3]);
+  EXPECT_NE((*bins)[0], (*bins)[1]);
+  for (int i = 0; i < 4; ++i) {
+    int k = std::vector<int>{2, 3, 5, 7}[i];
+    auto prog = dev.LoadProgram(absl::StrCat("scale", k), (*bins)[i]);
+    ASSERT_TRUE(prog.ok()) << prog.status();
+    std::vector<int> out(10, 0);
+    LaunchDims dims;
+    dims.global[0] = 10;
+    ASSERT_TRUE((*prog)->Launch({out.data()}, {}, dims, true, nullptr).ok());
+    EXPECT_EQ(out[9], 9 * k);
+  }
+  // Now every source is cached, individually too.
+  ASSERT_TRUE(dev.compiler().CompileMany(sources).ok());
+  EXPECT_EQ(dev.compiler().stats().compiled, 4u);
+  EXPECT_EQ(dev.compiler().stats().disk_hits, 5u);
+  ASSERT_TRUE(dev.compiler().Compile(ScaleSource(5)).ok());
+  EXPECT_EQ(dev.compiler().stats().compiled, 4u);
+}
+
+TEST(CpuDeviceTest, CompileManyFallsBackWhenSourcesClash) {
+  CpuDevice dev(TestOptions());
+  auto src = [](const char* name) {
+    return absl::StrCat("static int helper(int x) { return x + 1; }\n", "void ", name,
+                        "(void** bufs, const long long* vars, long long start, long long end) {\n"
+                        "  int* out = (int*)bufs[0];\n"
+                        "  for (long long i = start; i < end; i++) out[i] = helper((int)i);\n}\n");
+  };
+  absl::StatusOr<std::vector<std::string>> bins = dev.compiler().CompileMany({src("k1"), src("k2")});
+  ASSERT_TRUE(bins.ok()) << bins.status();
+  EXPECT_NE((*bins)[0], (*bins)[1]);
+  EXPECT_TRUE(dev.LoadProgram("k1", (*bins)[0]).ok());
+  EXPECT_TRUE(dev.LoadProgram("k2", (*bins)[1]).ok());
+}
+
+TEST(CpuDeviceTest, ConcurrentLaunchesAndCompiles) {
+  CpuDevice dev(TestOptions(2));
+  std::string so = *dev.compiler().Compile(kAddSource);
+  std::unique_ptr<Program> prog = std::move(dev.LoadProgram("add", so)).value();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      ASSERT_TRUE(dev.compiler().Compile(kAddSource).ok());
+      std::vector<float> a(257, 1.0f + t), b(257, 2.0f), c(257, 0.0f);
+      LaunchDims dims;
+      dims.global[0] = 257;
+      for (int i = 0; i < 200; ++i) {
+        ASSERT_TRUE(prog->Launch({c.data(), a.data(), b.data()}, {}, dims, true, nullptr).ok());
+        ASSERT_EQ(c[0], 3.0f + t);
+        ASSERT_EQ(c[256], 3.0f + t);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,338 @@
+#include "engine/schedule/schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+#include "engine/uop/buffer.h"
+
+namespace kiln {
+
+// ---------------- shapes and args ----------------
+
+const Shape& ShapeInfer::Of(const UOpRef& root) {
+  auto hit = memo_.find(root.get());
+  if (hit != memo_.end()) return hit->second;
+  for (const UOp* u : Toposort(root)) {
+    if (memo_.count(u)) continue;
+    Shape s;
+    switch (u->op()) {
+      case Op::kBuffer: s = {BufferOf(*u).size()}; break;
+      case Op::kConst: s = {}; break;
+      case Op::kView: s = StOf(*u)->shape(); break;
+      case Op::kReduceAxis:
+        s = memo_.at(u->src(0).get());
+        for (int64_t a : ReduceAxesOf(*u)) s[a] = 1;
+        break;
+      default:
+        KILN_CHECK(!u->src().empty(), "shape of ", u->Describe());
+        s = memo_.at(u->src(u->op() == Op::kWhere ? 1 : 0).get());
+    }
+    keep_.push_back(u->ref());
+    memo_[u] = std::move(s);
+  }
+  return memo_.at(root.get());
+}
+
+
+namespace {
+
+bool IsPureReshape(const ShapeTracker& st) {
+  return st.views().size() == 1 && st.view().contiguous();
+}
+
+// A realized leaf needs no kernel of its own.
+bool IsLeaf(const UOp& u) { return u.op() == Op::kBuffer || u.op() == Op::kConst; }
+
+// ---------------- which nodes get their own buffer ----------------
+
+class RealizePlanner {
+ public:
+  RealizePlanner(const UOpList& roots, ShapeInfer* shapes) : shapes_(shapes) {
+    order_ = Toposort(roots);
+    for (const UOp* u : order_) {
+      std::set<const UOp*> seen;
+      for (const UOpRef& s : u->src())
+        if (seen.insert(s.get()).second) users_[s.get()]++;
+    }
+    for (const UOpRef& r : roots)
+      if (!IsLeaf(*r)) realize_.insert(r.get());
+  }
+
+  std::unordered_set<const UOp*> Run() {
+    for (const UOp* u : order_)
+      if (u->op() == Op::kContiguous) realize_.insert(u);
+    for (int iter = 0; iter < 1000; ++iter) {
+      if (!Pass()) return realize_;
+    }
+    KILN_CHECK(false, "realize planning does not converge");
+    return realize_;
+  }
+
+ private:
+  bool Realized(const UOp* u) const { return IsLeaf(*u) || realize_.count(u); }
+
+  // Unrealized reduces in u's kernel group (u itself included).
+  const std::set<const UOp*>& Local(const UOp* u) { return local_[u]; }
+
+  bool Pass() {
+    local_.clear();
+    for (const UOp* u : order_) {
+      std::set<const UOp*> l;
+      if (u->op() == Op::kReduceAxis) l.insert(u);
+      for (const UOpRef& s : u->src())
+        if (!Realized(s.get())) l.insert(local_[s.get()].begin(), local_[s.get()].end());
+      local_[u] = std::move(l);
+    }
+    bool changed = false;
+    auto realize = [&](const UOp* u) { changed |= realize_.insert(u).second; };
+    for (const UOp* u : order_) {
+      if (u->op() == Op::kReduceAxis) {
+        const UOp* s = u->src(0).get();
+        if (!Realized(s))
+          for (const UOp* r : Local(s)) realize(r);
+      } else if (Local(u).size() > 1) {
+        for (const UOp* r : Local(u)) realize(r);
+      }
+      if (u->op() == Op::kView) {
+        const UOp* s = u->src(0).get();
+        if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*StOf(*u))) realize(s);
+      }
+      if (!Realized(u) && !Local(u).empty() && users_[u] > 1) realize(u);
+      if (changed) return true;  // recompute groups after each change
+    }
+    return changed;
+  }
+
+  ShapeInfer* shapes_;
+  std::vector<const UOp*> order_;
+  std::unordered_map<const UOp*, int> users_;
+  std::unordered_set<const UOp*> realize_;
+  std::unordered_map<const UOp*, std::set<const UOp*>> local_;
+};
+
+// ---------------- kernel ASTs ----------------
+
+UOpRef DefineGlobal(int i, DType dt) {
+  return UOp::Make(Op::kDefineGlobal, dt.Ptr(), {}, Arg(static_cast<int64_t>(i)));
+}
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const UOp* root, const std::unordered_set<const UOp*>& realized,
+                const std::unordered_map<const UOp*, UOpRef>& buffer_of, ShapeInfer* shapes)
+      : root_(root), realized_(realized), buffer_of_(buffer_of), shapes_(shapes) {}
+
+  absl::StatusOr<ScheduleItem> Build() {
+    const UOpRef& out_buf = buffer_of_.at(root_);
+    bufs_.push_back(out_buf);
+    Shape out_shape = shapes_->Of(root_->ref());
+    UOpRef value_root = root_->op() == Op::kContiguous ? root_->src(0) : root_->ref();
+    // Find the kernel's reduce (at most one, by construction).
+    const UOp* reduce = FindReduce(value_root.get());
+    Shape space = out_shape;
+    if (reduce) space = shapes_->Of(reduce->ref());
+    ShapeTracker acc = ShapeTracker::FromShape(out_shape).Reshape(space);
+    reduce_ = reduce;
+    ASSIGN_OR_RETURN(UOpRef value, Lower(value_root, acc));
+    UOpRef store = UOp::Make(Op::kStore, dtypes::kVoid,
+                             {DefineGlobal(0, root_->dtype()), value},
+                             Arg(StArg(ShapeTracker::FromShape(space))));
+    ScheduleItem item;
+    item.ast = UOp::Make(Op::kSink, dtypes::kVoid, {store});
+    item.bufs = bufs_;
+    return item;
+  }
+
+ private:
+  bool Realized(const UOp* u) const {
+    return u != root_ && (u->op() == Op::kBuffer || realized_.count(u));
+  }
+
+  const UOp* FindReduce(const UOp* u) {
+    if (Realized(u)) return nullptr;
+    if (u->op() == Op::kReduceAxis) return u;
+    for (const UOpRef& s : u->src())
+      if (const UOp* r = FindReduce(s.get())) return r;
+    return nullptr;
+  }
+
+  int ParamOf(const UOpRef& buf) {
+    for (size_t i = 0; i < bufs_.size(); ++i)
+      if (bufs_[i] == buf) return static_cast<int>(i);
+    bufs_.push_back(buf);
+    return static_cast<int>(bufs_.size() - 1);
+  }
+
+  // Lowers node u seen through tracker `acc` (u's shape -> kernel space).
+  absl::StatusOr<UOpRef> Lower(const UOpRef& u, const ShapeTracker& acc) {
+    UOpRef key_st = UOp::Make(Op::kValid, dtypes::kBool, {}, Arg(StArg(acc)));
+    auto memo_key = std::make_pair(u.get(), key_st.get());
+    auto hit = memo_.find(memo_key);
+    if (hit != memo_.end()) return hit->second;
+    keep_.push_back(key_st);
+    ASSIGN_OR_RETURN(UOpRef r, LowerUncached(u, acc));
+    memo_[memo_key] = r;
+    return r;
+  }
+
+  UOpRef MaskGuard(const UOpRef& v, const ShapeTracker& acc) {
+    if (!acc.HasMask()) return v;
+    UOpRef valid = UOp::Make(Op::kValid, dtypes::kBool, {}, Arg(StArg(acc)));
+    return Alu(Op::kWhere, {valid, v, UOp::Const(v->dtype(), int64_t{0})});
+  }
+
+  absl::StatusOr<UOpRef> LowerUncached(const UOpRef& u, const ShapeTracker& acc) {
+    if (Realized(u.get())) {
+      UOpRef buf = u->op() == Op::kBuffer ? u : buffer_of_.at(u.get());
+      ShapeTracker st = ShapeTracker::FromShape(shapes_->Of(u)).Compose(acc);
+      int p = ParamOf(buf);
+      return UOp::Make(Op::kLoad, u->dtype(), {DefineGlobal(p, u->dtype())}, Arg(StArg(st)));
+    }
+    switch (u->op()) {
+      case Op::kConst:
+        // Under a reduce, a VALID guard carries the iteration shape even
+        // without a mask, so every kernel region has a memory op.
+        if (pre_reduce_ && !acc.HasMask()) {
+          UOpRef valid = UOp::Make(Op::kValid, dtypes::kBool, {}, Arg(StArg(acc)));
+          return Alu(Op::kWhere, {valid, u, UOp::Const(u->dtype(), int64_t{0})});
+        }
+        return MaskGuard(u, acc);
+      case Op::kView:
+        return Lower(u->src(0), StOf(*u)->Compose(acc));
+      case Op::kContiguous:
+        return Lower(u->src(0), acc);
+      case Op::kReduceAxis: {
+        if (!(acc.contiguous() && acc.shape() == shapes_->Of(u)))
+          return absl::InternalError(
+              absl::StrCat("scheduler: reduce seen through a view ", acc.ToString()));
+        Shape in = shapes_->Of(u->src(0));
+        pre_reduce_ = true;
+        auto x_or = Lower(u->src(0), ShapeTracker::FromShape(in));
+        pre_reduce_ = false;
+        ASSIGN_OR_RETURN(UOpRef x, std::move(x_or));
+        return UOp::Make(Op::kReduceAxis, u->dtype(), {x}, u->arg());
+      }
+      case Op::kCopy:
+        return absl::UnimplementedError("cross-device COPY is not supported by the scheduler yet");
+      default:
+        break;
+    }
+    if (!(IsAlu(u->op()) || u->op() == Op::kCast || u->op() == Op::kBitcast))
+      return absl::InternalError(absl::StrCat("scheduler: unexpected op ", u->Describe()));
+    UOpList src;
+    for (const UOpRef& s : u->src()) {
+      ASSIGN_OR_RETURN(UOpRef l, Lower(s, acc));
+      src.push_back(l);
+    }
+    UOpRef r = u->Replace(src);
+    return IsZeroPreserving(u->op()) ? r : MaskGuard(r, acc);
+  }
+
+  const UOp* root_;
+  const UOp* reduce_ = nullptr;
+  bool pre_reduce_ = false;
+  const std::unordered_set<const UOp*>& realized_;
+  const std::unordered_map<const UOp*, UOpRef>& buffer_of_;
+  ShapeInfer* shapes_;
+  UOpList bufs_;
+  std::map<std::pair<const UOp*, const UOp*>, UOpRef> memo_;
+  UOpList keep_;
+};
+
+// ---------------- memory planning ----------------
+
+// Reassigns intermediate buffers (not outputs, not pre-existing) so that a
+// buffer is reused once the last kernel reading it has run.
+void PlanMemory(Schedule* s, const std::unordered_set<const UOp*>& outputs,
+                const std::string& device) {
+  std::unordered_map<const UOp*, size_t> last_use, first_def;
+  for (size_t i = 0; i < s->items.size(); ++i) {
+    const ScheduleItem& it = s->items[i];
+    first_def.emplace(it.bufs[0].get(), i);
+    for (const UOpRef& b : it.bufs) last_use[b.get()] = i;
+  }
+  struct Slot {
+    UOpRef buf;
+    int64_t nbytes;
+    size_t free_after;  // item index of the last reader
+  };
+  std::vector<Slot> slots;
+  std::unordered_map<const UOp*, UOpRef> remap;
+  for (size_t i = 0; i < s->items.size(); ++i) {
+    const UOpRef& b = s->items[i].bufs[0];
+    if (outputs.count(b.get()) || first_def.at(b.get()) != i) continue;
+    int64_t nbytes = BufferOf(*b).size() * b->dtype().ItemSize();
+    Slot* best = nullptr;
+    for (Slot& sl : slots) {
+      if (sl.free_after < i && sl.nbytes >= nbytes && (!best || sl.nbytes < best->nbytes))
+        best = &sl;
+    }
+    if (!best) {
+      // A slot holds raw bytes: a uint8 buffer of the byte size.
+      slots.push_back({NewBuffer(dtypes::kUInt8, nbytes, device), nbytes, 0});
+      best = &slots.back();
+      s->intermediates.push_back(best->buf);
+    }
+    best->free_after = last_use.at(b.get());
+    remap[b.get()] = best->buf;
+  }
+  for (ScheduleItem& it : s->items)
+    for (UOpRef& b : it.bufs) {
+      auto r = remap.find(b.get());
+      if (r != remap.end()) b = r->second;
+    }
+}
+
+}  // namespace
+
+absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string& device) {
+  ShapeInfer shapes;
+  RealizePlanner planner(roots, &shapes);
+  std::unordered_set<const UOp*> realized = planner.Run();
+  std::vector<const UOp*> order = Toposort(roots);
+
+  Schedule sched;
+  std::unordered_map<const UOp*, UOpRef> buffer_of;
+  std::unordered_set<const UOp*> output_bufs;
+  // Roots that already are a contiguous view of a whole buffer need no kernel.
+  std::unordered_map<const UOp*, UOpRef> direct;
+  for (const UOpRef& r : roots) {
+    if (r->op() == Op::kBuffer) direct[r.get()] = r;
+    if (r->op() == Op::kView && r->src(0)->op() == Op::kBuffer && StOf(*r)->contiguous() &&
+        StOf(*r)->size() == BufferOf(*r->src(0)).size())
+      direct[r.get()] = r->src(0);
+  }
+  for (const UOp* u : order) {
+    if (!realized.count(u) || direct.count(u)) continue;
+    int64_t n = Prod(shapes.Of(u->ref()));
+    buffer_of[u] = NewBuffer(u->dtype(), n, device);
+  }
+  for (const UOpRef& r : roots) {
+    auto d = direct.find(r.get());
+    if (d != direct.end()) {
+      sched.outputs.push_back(d->second);
+      continue;
+    }
+    if (r->op() == Op::kConst) {  // a bare scalar constant: realize as one element
+      buffer_of[r.get()] = NewBuffer(r->dtype(), 1, device);
+      realized.insert(r.get());
+    }
+    sched.outputs.push_back(buffer_of.at(r.get()));
+    output_bufs.insert(buffer_of.at(r.get()).get());
+  }
+  for (const UOp* u : order) {
+    if (!buffer_of.count(u)) continue;
+    if (Prod(shapes.Of(u->ref())) == 0) continue;  // empty: nothing to compute
+    KernelBuilder kb(u, realized, buffer_of, &shapes);
+    ASSIGN_OR_RETURN(ScheduleItem item, kb.Build());
+    sched.items.push_back(std::move(item));
+  }
+  PlanMemory(&sched, output_bufs, device);
+  return sched;
+}
+
+}  // namespace kiln
