@@ -320,13 +320,11 @@ absl::Status Parser::ParseConst(Inst& in, absl::string_view arg) {
   }
 }
 
+// Checks the sources and dtype of `in` and decodes its argument. Arguments
+// are optional: an op that has no use for one ignores it.
 absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
   const DType t = in.dtype;
   const bool value_type = !t.ptr && !t.IsVoid();
-  auto no_arg = [&]() -> absl::Status {
-    if (!arg.empty()) return Error(absl::StrCat("unexpected argument '", arg, "'"));
-    return absl::OkStatus();
-  };
   auto need = [&](bool cond, const std::string& msg) -> absl::Status {
     return cond ? absl::OkStatus() : Error(msg);
   };
@@ -373,7 +371,6 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
     case BcOp::kEndIf: {
       const bool range = in.op == BcOp::kEndRange;
       RETURN_IF_ERROR(NumSrcs(in, 1, 1));
-      RETURN_IF_ERROR(no_arg());
       RETURN_IF_ERROR(need(t.IsVoid(), "block ends have dtype void"));
       const BcOp opener = range ? BcOp::kRange : BcOp::kIf;
       RETURN_IF_ERROR(need(Src(in, 0).op == opener, range ? "ENDRANGE must close a RANGE"
@@ -388,14 +385,13 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
     }
     case BcOp::kIf:
       RETURN_IF_ERROR(NumSrcs(in, 1, 1));
-      RETURN_IF_ERROR(no_arg());
       RETURN_IF_ERROR(need(t.IsVoid(), "IF has dtype void"));
       RETURN_IF_ERROR(SrcScalarBool(in, 0, "condition"));
       blocks_.push_back(static_cast<int>(kernel_.insts.size()));
       return absl::OkStatus();
     case BcOp::kBarrier:
       RETURN_IF_ERROR(NumSrcs(in, 0, 0));
-      return no_arg();
+      return absl::OkStatus();
     case BcOp::kDefineAcc:
       RETURN_IF_ERROR(need(value_type, "DEFINE_ACC needs a value dtype"));
       RETURN_IF_ERROR(NumSrcs(in, 1, 1000000));
@@ -404,19 +400,18 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
         RETURN_IF_ERROR(need(Src(in, i).op == BcOp::kRange,
                              absl::StrCat("accumulator range ", SrcName(in, i), " is not a RANGE")));
       }
-      return no_arg();
+      return absl::OkStatus();
     case BcOp::kAssign:
       RETURN_IF_ERROR(NumSrcs(in, 2, 2));
       RETURN_IF_ERROR(need(Src(in, 0).op == BcOp::kDefineAcc, "ASSIGN target must be a DEFINE_ACC"));
       RETURN_IF_ERROR(SrcIs(in, 0, t, "accumulator"));
       RETURN_IF_ERROR(SrcIs(in, 1, t, "value"));
-      return no_arg();
+      return absl::OkStatus();
     case BcOp::kLoad:
     case BcOp::kStore: {
       const bool load = in.op == BcOp::kLoad;
       RETURN_IF_ERROR(load ? NumSrcs(in, 2, 4) : NumSrcs(in, 3, 4));
       RETURN_IF_ERROR(need(!load || in.src.size() != 3, "LOAD takes (buf, idx[, gate, alt])"));
-      RETURN_IF_ERROR(no_arg());
       const DType buf = Src(in, 0).dtype;
       RETURN_IF_ERROR(need(buf.ptr, "the first source must be a buffer (pointer)"));
       RETURN_IF_ERROR(SrcScalarInt(in, 1, "index"));
@@ -441,7 +436,7 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
       RETURN_IF_ERROR(need(value_type, "VECTORIZE needs a value dtype"));
       RETURN_IF_ERROR(NumSrcs(in, t.count, t.count));
       for (size_t i = 0; i < in.src.size(); ++i) RETURN_IF_ERROR(SrcIs(in, i, t.Scalar(), "lane"));
-      return no_arg();
+      return absl::OkStatus();
     case BcOp::kGep: {
       RETURN_IF_ERROR(NumSrcs(in, 1, 1));
       RETURN_IF_ERROR(need(value_type && t.count == 1, "GEP yields a scalar"));
@@ -455,7 +450,6 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
     case BcOp::kCast:
     case BcOp::kBitcast: {
       RETURN_IF_ERROR(NumSrcs(in, 1, 1));
-      RETURN_IF_ERROR(no_arg());
       const DType s = Src(in, 0).dtype;
       RETURN_IF_ERROR(need(value_type && !s.ptr && !s.IsVoid(), "casts need value dtypes"));
       if (in.op == BcOp::kCast) {
@@ -472,12 +466,11 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
       RETURN_IF_ERROR(SrcIs(in, 0, DType(ScalarType::kBool, t.count), "condition"));
       RETURN_IF_ERROR(SrcIs(in, 1, t, "operand"));
       RETURN_IF_ERROR(SrcIs(in, 2, t, "operand"));
-      return no_arg();
+      return absl::OkStatus();
     default:
       break;
   }
   // ALU ops.
-  RETURN_IF_ERROR(no_arg());
   const size_t n = IsUnary(in.op) ? 1 : IsBinary(in.op) ? 2 : 3;
   RETURN_IF_ERROR(NumSrcs(in, n, n));
   RETURN_IF_ERROR(need(value_type, "ALU ops need a value dtype"));

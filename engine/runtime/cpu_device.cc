@@ -267,7 +267,7 @@ ClangCompiler::ClangCompiler(std::string dir, std::string clang)
 
 const std::vector<std::string>& ClangCompiler::Flags() {
   static const std::vector<std::string> flags = {
-      "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC"};
+      "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fwrapv", "-shared", "-fPIC"};
   return flags;
 }
 
@@ -283,7 +283,14 @@ absl::Status ClangCompiler::Init() {
       return absl::FailedPreconditionError(
           absl::StrCat(clang_path_, " --version failed (exit ", rc, "): ", version));
     }
-    RETURN_IF_ERROR(MakeDirs(dir_));
+    if (absl::Status made = MakeDirs(dir_); !made.ok()) {
+      // An unwritable cache (read-only home, sandbox) falls back to /tmp.
+      std::string fallback = absl::StrCat("/tmp/kiln-cache-", getuid(), "/cpu");
+      if (!MakeDirs(fallback).ok()) return made;
+      std::fprintf(stderr, "kiln: kernel cache %s is not writable (%s); using %s\n", dir_.c_str(),
+                   std::string(made.message()).c_str(), fallback.c_str());
+      dir_ = fallback;
+    }
     key_prefix_ = absl::StrCat(absl::StrJoin(Flags(), " "), "\n", version, "\n", CpuIdentity(),
                                "\n");
     return absl::OkStatus();

@@ -74,7 +74,7 @@ class ClangCompiler : public Compiler {
   // Runs clang on `source`, producing `out` atomically; counts `n` sources.
   absl::Status CompileTo(const std::string& source, const std::string& out, int n);
 
-  const std::string dir_;
+  std::string dir_;  // may fall back to /tmp at first use
   const std::string clang_;
   mutable absl::Mutex mu_;
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
@@ -84,7 +84,9 @@ class ClangCompiler : public Compiler {
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 
-// The CPU device. Programs it loads must not outlive it. Thread-safe.
+// The CPU device. Programs it loads and buffers allocated from it must not
+// outlive it. Launches run synchronously on the calling thread plus the
+// device's thread pool; Launch always waits. Thread-safe.
 class CpuDevice : public Device {
  public:
   struct Options {

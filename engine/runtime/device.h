@@ -57,6 +57,9 @@ class Allocator {
   virtual absl::Status CopyOut(void* dst, const void* src, size_t nbytes) = 0;
 
  protected:
+  // Called without the allocator's lock held (RawAlloc) or with it
+  // (RawFree from eviction): implementations must be thread-safe and must
+  // not call back into this Allocator.
   virtual absl::StatusOr<void*> RawAlloc(size_t nbytes) = 0;
   virtual void RawFree(void* ptr, size_t nbytes) = 0;
 
@@ -189,6 +192,8 @@ class DeviceRegistry {
   // when compiled in; they fail at Get time when no driver is present).
   static std::unique_ptr<DeviceRegistry> WithDefaults();
 
+  // Adds (or replaces) a device factory. Factories run under the registry's
+  // lock and must not call back into the registry.
   void Register(const std::string& name, Factory factory);
   // Case-insensitive; creates the device on first use.
   absl::StatusOr<Device*> Get(const std::string& name);

@@ -1,5 +1,6 @@
 #include "engine/runtime/device.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -29,10 +30,11 @@ class CountingAllocator : public Allocator {
     return absl::OkStatus();
   }
 
-  int raw_allocs = 0;
-  int raw_frees = 0;
-  size_t live_raw_bytes = 0;
-  size_t capacity = SIZE_MAX;  // RawAlloc fails beyond this many live bytes
+  // RawAlloc / RawFree may run concurrently: atomics.
+  std::atomic<int> raw_allocs{0};
+  std::atomic<int> raw_frees{0};
+  std::atomic<size_t> live_raw_bytes{0};
+  std::atomic<size_t> capacity{SIZE_MAX};  // RawAlloc fails beyond this many live bytes
 
  protected:
   absl::StatusOr<void*> RawAlloc(size_t n) override {

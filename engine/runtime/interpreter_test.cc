@@ -112,7 +112,7 @@ end
   EXPECT_EQ(out, (std::vector<float>{66, 210, 354}));
   // The informational range sources may be omitted, but must be RANGEs.
   std::string bare = text;
-  bare.replace(bare.find("(%5, %9, %10)"), 13, "(%5)");
+  bare.replace(bare.find("(%5, %9, %10)"), 13, "(%5) 0");
   out.assign(3, -1);
   ASSERT_TRUE(RunKernel("r_3_12", bare, {out.data(), in.data()}, {}, 3).ok());
   EXPECT_EQ(out, (std::vector<float>{66, 210, 354}));

@@ -75,6 +75,11 @@ uint64_t ThreadPool::WaitForWork(Slot& slot, uint64_t seen) {
   return g == seen ? 0 : g;
 }
 
+bool ThreadPool::Claim(Slot& slot, uint64_t g) {
+  uint64_t c = slot.claim.load(std::memory_order_acquire);
+  return c < g && slot.claim.compare_exchange_strong(c, g, std::memory_order_acq_rel);
+}
+
 void ThreadPool::WorkerLoop(int index) {
   Slot& slot = slots_[index];
   uint64_t seen = 0;
@@ -82,6 +87,9 @@ void ThreadPool::WorkerLoop(int index) {
     uint64_t g = WaitForWork(slot, seen);
     if (g == 0) return;
     seen = g;
+    // The task fields were written before `gen` was set to g, and cannot be
+    // rewritten before this chunk is finished (the dispatcher waits for it).
+    if (!Claim(slot, g)) continue;  // the dispatcher ran it already
     slot.fn(slot.ctx, slot.begin, slot.end);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
@@ -118,11 +126,19 @@ void ThreadPool::Run(int64_t n, RangeFn fn, void* ctx) {
     }
   }
   fn(ctx, 0, chunk_begin(1));
+  // Run the chunks that no worker has picked up yet.
+  for (int64_t c = 1; c < chunks; ++c) {
+    Slot& slot = slots_[c - 1];
+    if (Claim(slot, slot.gen.load(std::memory_order_relaxed))) {
+      fn(ctx, chunk_begin(c), chunk_begin(c + 1));
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
   // Wait for the workers: spin first (they are usually about as fast as we
   // are), then yield the core in case the machine is oversubscribed.
   int64_t spins = 0;
   while (pending_.load(std::memory_order_acquire) != 0) {
-    if (++spins < 20000) {
+    if (++spins < 2000) {
       CpuRelax();
     } else {
       std::this_thread::yield();

@@ -3,7 +3,9 @@
 // device).
 //
 // A pool of N threads starts N-1 workers; the calling thread runs the first
-// chunk itself and then spin-waits for the others. Each worker spin-polls its
+// chunk itself, then runs any chunk that no worker has claimed yet (so a
+// descheduled or sleeping worker never delays a launch), and then spin-waits
+// for the claimed ones. Each worker spin-polls its
 // own slot (with a CPU pause instruction) for `spin_us` microseconds after its
 // last task, so back-to-back launches cost well under two microseconds, and
 // then blocks on a condition variable so that an idle pool uses no CPU.
@@ -62,10 +64,12 @@ class ThreadPool {
 
  private:
   // One worker's mailbox, on its own cache line. The dispatching thread
-  // writes the task fields and then bumps `gen`; the worker reads them after
-  // it observes the new generation.
+  // writes the task fields and then bumps `gen`; whoever first advances
+  // `claim` to that generation (the worker, or the dispatcher stealing it)
+  // runs the chunk.
   struct alignas(64) Slot {
     std::atomic<uint64_t> gen{0};
+    std::atomic<uint64_t> claim{0};
     std::atomic<bool> sleeping{false};
     RangeFn fn = nullptr;
     void* ctx = nullptr;
@@ -75,6 +79,8 @@ class ThreadPool {
   };
 
   void WorkerLoop(int index);
+  // Claims generation `g` of `slot`; false if it was claimed already.
+  static bool Claim(Slot& slot, uint64_t g);
   // Returns the next generation posted to `slot` after `seen`, or 0 on stop.
   uint64_t WaitForWork(Slot& slot, uint64_t seen);
 

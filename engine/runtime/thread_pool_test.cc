@@ -86,6 +86,31 @@ TEST(ThreadPoolTest, ConcurrentCallersAndNestedCalls) {
   EXPECT_GT(pool.busy_fallbacks(), 0u);
 }
 
+// Chunk 0 (the caller) waits for chunk 1 to start: only a worker can run it.
+TEST(ThreadPoolTest, ChunksRunConcurrently) {
+  ThreadPool pool(2, /*spin_us=*/10);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<bool> started{false};
+    std::atomic<bool> timed_out{false};
+    pool.ParallelFor(2, [&](int64_t begin, int64_t) {
+      if (begin == 1) {
+        started.store(true);
+        return;
+      }
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!started.load()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out.store(true);
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_FALSE(timed_out.load());
+    if (round % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 TEST(ThreadPoolTest, DefaultThreads) {
   EXPECT_GE(ThreadPool::DefaultThreads(), 1);
   ThreadPool pool;
@@ -96,8 +121,8 @@ TEST(ThreadPoolTest, DefaultThreads) {
 // tightly: the test machine may be shared.
 TEST(ThreadPoolTest, HotDispatchLatency) {
   ThreadPool pool(2);
-  volatile int64_t sink = 0;
-  auto fn = [&sink](int64_t b, int64_t e) { sink = sink + (e - b); };
+  std::atomic<int64_t> sink{0};
+  auto fn = [&sink](int64_t b, int64_t e) { sink.fetch_add(e - b, std::memory_order_relaxed); };
   for (int i = 0; i < 2000; ++i) pool.ParallelFor(2, fn);  // warm up
   std::vector<double> samples;
   for (int rep = 0; rep < 20; ++rep) {

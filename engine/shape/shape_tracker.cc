@@ -20,7 +20,7 @@ void ShapeTracker::Simplify() {
   while (views_.size() >= 2) {
     const View& lo = views_[views_.size() - 2];
     const View& hi = views_.back();
-    if (hi.contiguous()) {
+    if (hi.contiguous() && Prod(hi.shape()) == Prod(lo.shape())) {
       if (std::optional<View> merged = lo.Reshape(hi.shape())) {
         views_.pop_back();
         views_.back() = *merged;
@@ -79,10 +79,8 @@ ShapeTracker ShapeTracker::Reshape(const Shape& ns) const {
 }
 
 ShapeTracker ShapeTracker::Compose(const ShapeTracker& top) const {
-  KILN_CHECK(Prod(top.views_.front().shape()) == size(), "compose: size mismatch");
-  // The top tracker's bottom view indexes our flattened shape, so first
-  // reshape ourselves to its base shape; Simplify drops identity views.
-  std::vector<View> v = Reshape(top.views_.front().shape()).views_;
+  // The top tracker's bottom view addresses our flattened shape.
+  std::vector<View> v = views_;
   for (const View& t : top.views_) v.push_back(t);
   return ShapeTracker(std::move(v));
 }

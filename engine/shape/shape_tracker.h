@@ -41,7 +41,8 @@ class ShapeTracker {
   ShapeTracker Flip(const std::vector<bool>& axes) const;
   ShapeTracker Stride(const std::vector<int64_t>& steps) const;
   ShapeTracker Reshape(const Shape& new_shape) const;
-  // Applies `top` (whose base shape is this tracker's shape) on top of this.
+  // Applies `top` on top of this: top's bottom view indexes this tracker's
+  // flattened shape (e.g. top = FromShape(shape()).Permute(...)).
   ShapeTracker Compose(const ShapeTracker& top) const;
 
   // Buffer index and validity (bool) for per-dim indices, simplified.

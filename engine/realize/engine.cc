@@ -1,0 +1,208 @@
+#include "engine/realize/engine.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/flags.h"
+#include "engine/base/status.h"
+#include "engine/codegen/lowerer.h"
+#include "engine/renderer/renderer.h"
+#include "engine/uop/buffer.h"
+
+namespace kiln {
+namespace {
+
+thread_local CaptureScope* current_capture = nullptr;
+
+// Bytes each parameter's views can reach (for cost estimates).
+std::vector<int64_t> ParamExtents(const UOpRef& ast, int num_bufs) {
+  std::vector<int64_t> ext(num_bufs, 0);
+  for (const UOp* u : Toposort(ast)) {
+    if (u->op() != Op::kLoad && u->op() != Op::kStore) continue;
+    int p = static_cast<int>(u->src(0)->arg().Int());
+    if (p >= num_bufs) continue;
+    int64_t sz = StOf(*u)->RealSize() * u->src(0)->dtype().ScalarSize();
+    ext[p] = std::max(ext[p], sz);
+  }
+  return ext;
+}
+
+}  // namespace
+
+CaptureScope::CaptureScope() : prev_(current_capture) { current_capture = this; }
+CaptureScope::~CaptureScope() { current_capture = prev_; }
+CaptureScope* CaptureScope::Current() { return current_capture; }
+
+std::string DebugLine(const CompiledKernel& k, double seconds) {
+  double us = seconds * 1e6;
+  return absl::StrFormat("kernel %-28s global=(%d,%d,%d) %9.2f us %8.2f GFLOP/s %8.2f GB/s",
+                         k.name, k.dims.global[0], k.dims.global[1], k.dims.global[2], us,
+                         seconds > 0 ? k.flops / seconds * 1e-9 : 0.0,
+                         seconds > 0 ? k.bytes / seconds * 1e-9 : 0.0);
+}
+
+absl::Status ExecItem::Run(double* seconds) const {
+  std::vector<void*> ptrs;
+  ptrs.reserve(bufs.size());
+  for (const BufferRef& b : bufs) {
+    ASSIGN_OR_RETURN(void* p, b->Ptr());
+    ptrs.push_back(p);
+  }
+  int debug = Env().debug;
+  bool timed = seconds != nullptr || debug >= 2;
+  double t = 0;
+  RETURN_IF_ERROR(kernel->program->Launch(ptrs, vars, kernel->dims, timed, timed ? &t : nullptr));
+  if (seconds) *seconds = t;
+  if (debug >= 2) std::fprintf(stderr, "%s\n", DebugLine(*kernel, t).c_str());
+  if (CaptureScope* c = CaptureScope::Current()) c->Add(*this);
+  return absl::OkStatus();
+}
+
+Engine::Engine(DeviceRegistry* registry, EngineOptions options)
+    : registry_(registry), options_(options) {}
+
+Engine::~Engine() = default;
+
+absl::StatusOr<Device*> Engine::GetDevice(const std::string& name) { return registry_->Get(name); }
+
+absl::StatusOr<RendererOptions> Engine::OptionsFor(Device* device) const {
+  RendererOptions o;
+  o.device = device->name();
+  std::string r = device->renderer();
+  if (r == "c" || r == "bytecode") {
+    o.gpu = false;
+    o.vector_bytes = 32;
+    return o;
+  }
+  return absl::UnimplementedError(absl::StrCat("no codegen for renderer '", r, "'"));
+}
+
+absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {
+  const BufferArg& b = BufferOf(*buffer);
+  if (std::shared_ptr<void> s = b.storage()) return std::static_pointer_cast<Buffer>(s);
+  ASSIGN_OR_RETURN(Device * dev, registry_->Get(b.device()));
+  size_t nbytes = static_cast<size_t>(b.size()) * buffer->dtype().ItemSize();
+  ASSIGN_OR_RETURN(BufferRef buf, dev->NewBuffer(nbytes));
+  b.set_storage(buf);
+  return buf;
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKernels(
+    Device* device, const UOpList& asts) {
+  std::vector<std::shared_ptr<const CompiledKernel>> out(asts.size());
+  struct Pending {
+    size_t index;
+    LinearProgram prog;
+    std::string source;
+  };
+  std::vector<Pending> pending;
+  {
+    absl::MutexLock l(&mu_);
+    for (size_t i = 0; i < asts.size(); ++i) {
+      auto it = cache_.find({device, asts[i].get()});
+      if (it != cache_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        out[i] = it->second->kernel;
+        stats_.kernel_cache_hits++;
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(RendererOptions ropts, OptionsFor(device));
+  std::string lang = device->renderer();
+  std::map<const UOp*, size_t> seen;  // identical ASTs in one batch compile once
+  for (size_t i = 0; i < asts.size(); ++i) {
+    if (out[i] || seen.count(asts[i].get())) continue;
+    seen[asts[i].get()] = i;
+    ASSIGN_OR_RETURN(Kernel k, Kernel::Create(asts[i], ropts));
+    k.HandCodedOptimizations();
+    ASSIGN_OR_RETURN(LinearProgram prog, Lower(k));
+    EstimateCosts(&prog, ParamExtents(asts[i], prog.num_bufs));
+    {
+      absl::MutexLock l(&mu_);
+      int n = names_[prog.name]++;
+      if (n > 0) prog.name = absl::StrCat(prog.name, "n", n);
+    }
+    std::string src = lang == "c" ? RenderC(prog.name, prog.uops)
+                                  : RenderBytecode(prog.name, prog.uops);
+    if (Env().debug >= 4) std::fprintf(stderr, "%s\n", src.c_str());
+    pending.push_back({i, std::move(prog), std::move(src)});
+  }
+  if (!pending.empty()) {
+    std::vector<std::string> sources;
+    for (const Pending& p : pending) sources.push_back(p.source);
+    auto t0 = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(std::vector<std::string> bins, device->compiler().CompileMany(sources));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    absl::MutexLock l(&mu_);
+    stats_.compile_seconds += secs;
+    for (size_t j = 0; j < pending.size(); ++j) {
+      Pending& p = pending[j];
+      auto ck = std::make_shared<CompiledKernel>();
+      ck->name = p.prog.name;
+      ck->source = p.source;
+      ck->dims.global = p.prog.global;
+      ck->dims.local = p.prog.local;
+      // Tiny kernels run inline: waking threads costs more than they do.
+      ck->dims.single_thread = p.prog.flops + p.prog.bytes < 32768;
+      ck->num_bufs = p.prog.num_bufs;
+      ck->vars = p.prog.vars;
+      ck->flops = p.prog.flops;
+      ck->bytes = p.prog.bytes;
+      ck->opts = p.prog.opts;
+      ASSIGN_OR_RETURN(ck->program, device->LoadProgram(ck->name, bins[j]));
+      if (Env().debug >= 3)
+        std::fprintf(stderr, "compiled %s opts=[%s]\n", ck->name.c_str(),
+                     absl::StrJoin(ck->opts, ", ").c_str());
+      lru_.push_front({asts[p.index], ck});
+      cache_[{device, asts[p.index].get()}] = lru_.begin();
+      stats_.kernels_compiled++;
+      out[p.index] = ck;
+      while (lru_.size() > options_.kernel_cache_entries) {
+        cache_.erase({device, lru_.back().ast.get()});
+        lru_.pop_back();
+      }
+    }
+  }
+  for (size_t i = 0; i < asts.size(); ++i)
+    if (!out[i]) out[i] = out[seen.at(asts[i].get())];
+  return out;
+}
+
+absl::StatusOr<UOpList> Engine::Realize(const UOpList& roots, const std::string& device_name) {
+  ASSIGN_OR_RETURN(Device * device, registry_->Get(device_name));
+  ASSIGN_OR_RETURN(Schedule sched, CreateSchedule(roots, device->name()));
+  UOpList asts;
+  for (const ScheduleItem& it : sched.items) asts.push_back(it.ast);
+  ASSIGN_OR_RETURN(auto kernels, GetKernels(device, asts));
+  double flops = 0, bytes = 0;
+  for (size_t i = 0; i < sched.items.size(); ++i) {
+    ExecItem e;
+    e.kernel = kernels[i];
+    for (const UOpRef& b : sched.items[i].bufs) {
+      ASSIGN_OR_RETURN(BufferRef rb, StorageOf(b));
+      e.bufs.push_back(std::move(rb));
+    }
+    if (static_cast<int>(e.bufs.size()) < e.kernel->num_bufs)
+      return absl::InternalError(absl::StrCat("kernel ", e.kernel->name, " wants ",
+                                              e.kernel->num_bufs, " buffers"));
+    RETURN_IF_ERROR(e.Run());
+    flops += e.kernel->flops;
+    bytes += e.kernel->bytes;
+  }
+  for (const UOpRef& out : sched.outputs) RETURN_IF_ERROR(StorageOf(out).status());
+  absl::MutexLock l(&mu_);
+  stats_.kernels_run += sched.items.size();
+  stats_.flops_run += flops;
+  stats_.bytes_run += bytes;
+  return sched.outputs;
+}
+
+EngineStats Engine::stats() const {
+  absl::MutexLock l(&mu_);
+  return stats_;
+}
+
+}  // namespace kiln

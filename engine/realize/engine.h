@@ -1,0 +1,129 @@
+// The realize layer: schedules lazy graphs, compiles their kernels (with a
+// cache of compiled kernels keyed by kernel AST), and runs them.
+//
+// ExecItem = compiled kernel + device buffers + symbolic var values +
+// launch dims + cost estimates (FLOPs, bytes). A CaptureScope (used by the
+// JIT) records every ExecItem the current thread runs.
+//
+// DEBUG=2 prints one line per kernel run (name, launch dims, time, GFLOP/s,
+// GB/s); DEBUG=3 adds the applied optimizations; DEBUG=4 the source.
+// Engine is thread-safe.
+#ifndef KILN_ENGINE_REALIZE_ENGINE_H_
+#define KILN_ENGINE_REALIZE_ENGINE_H_
+
+#include <atomic>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/codegen/kernel.h"
+#include "engine/runtime/device.h"
+#include "engine/schedule/schedule.h"
+#include "engine/uop/uop.h"
+
+namespace kiln {
+
+struct CompiledKernel {
+  std::string name;       // unique within its device
+  std::string source;
+  std::unique_ptr<Program> program;
+  LaunchDims dims;
+  int num_bufs = 0;
+  std::vector<std::string> vars;
+  double flops = 0;  // per launch
+  double bytes = 0;  // per launch
+  std::vector<std::string> opts;
+};
+
+struct ExecItem {
+  std::shared_ptr<const CompiledKernel> kernel;
+  std::vector<BufferRef> bufs;
+  std::vector<int64_t> vars;
+
+  // Runs the kernel; `seconds` (if not null) gets the measured time, which
+  // makes the launch synchronous.
+  absl::Status Run(double* seconds = nullptr) const;
+};
+
+// Records the ExecItems run by the current thread while alive (nestable:
+// the innermost scope records).
+class CaptureScope {
+ public:
+  CaptureScope();
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  const std::vector<ExecItem>& items() const { return items_; }
+  std::vector<ExecItem> Take() { return std::move(items_); }
+  // The scope recording on this thread, or null.
+  static CaptureScope* Current();
+  void Add(const ExecItem& e) { items_.push_back(e); }
+
+ private:
+  std::vector<ExecItem> items_;
+  CaptureScope* prev_;
+};
+
+struct EngineStats {
+  uint64_t kernels_compiled = 0;
+  uint64_t kernel_cache_hits = 0;
+  uint64_t kernels_run = 0;
+  double flops_run = 0;
+  double bytes_run = 0;
+  double compile_seconds = 0;
+};
+
+struct EngineOptions {
+  size_t kernel_cache_entries = 4096;  // compiled kernels kept (LRU)
+};
+
+class Engine {
+ public:
+  explicit Engine(DeviceRegistry* registry, EngineOptions options = {});
+  ~Engine();
+
+  DeviceRegistry* registry() const { return registry_; }
+  absl::StatusOr<Device*> GetDevice(const std::string& name);
+
+  // Computes `roots` (tensor-graph nodes) on `device`. Returns, per root, the
+  // BUFFER UOp holding it (allocated, contiguous in the root's shape).
+  absl::StatusOr<UOpList> Realize(const UOpList& roots, const std::string& device);
+
+  // The device memory of a BUFFER UOp (allocated on first use).
+  absl::StatusOr<BufferRef> StorageOf(const UOpRef& buffer);
+
+  // Compiles (or finds in the cache) the kernels of `asts` for `device`.
+  absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> GetKernels(
+      Device* device, const UOpList& asts);
+
+  EngineStats stats() const;
+
+ private:
+  struct CacheEntry {
+    UOpRef ast;  // keeps the key alive
+    std::shared_ptr<const CompiledKernel> kernel;
+  };
+  using CacheKey = std::pair<const Device*, const UOp*>;
+
+  absl::StatusOr<RendererOptions> OptionsFor(Device* device) const;
+
+  DeviceRegistry* registry_;
+  EngineOptions options_;
+  mutable absl::Mutex mu_;
+  std::list<CacheEntry> lru_ ABSL_GUARDED_BY(mu_);
+  std::map<CacheKey, std::list<CacheEntry>::iterator> cache_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> names_ ABSL_GUARDED_BY(mu_);  // for unique kernel names
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
+  mutable std::atomic<uint64_t> kernels_run_{0};
+};
+
+// One DEBUG=2 line for a kernel run.
+std::string DebugLine(const CompiledKernel& k, double seconds);
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_REALIZE_ENGINE_H_

@@ -1,0 +1,310 @@
+// Tensor: kiln's lazy tensor (tinygrad style).
+//
+// A Tensor is a handle (copies share state) to a node of the lazy tensor
+// graph plus its shape, dtype, device and engine. Operations build graph
+// nodes and compute nothing; Realize() (or reading the data) schedules,
+// compiles and runs the kernels. Composite ops (softmax, conv2d, ...) are
+// built from a small set of primitives: elementwise ALU ops, casts,
+// reductions (sum / max / prod) and zero-copy movement ops.
+//
+// Errors never crash: an invalid op (mismatched shapes, bad axis...) yields
+// a Tensor in an error state that propagates to its users; status(),
+// Realize() and the data accessors report the first error.
+//
+// Thread safety: a Tensor may be used from one thread at a time; distinct
+// tensors (even sharing inputs) may be used concurrently.
+#ifndef KILN_ENGINE_TENSOR_TENSOR_H_
+#define KILN_ENGINE_TENSOR_TENSOR_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/base/dtype.h"
+#include "engine/realize/engine.h"
+#include "engine/shape/view.h"
+#include "engine/uop/uop.h"
+
+namespace kiln {
+
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
+class Tensor {
+ public:
+  Tensor();  // an error tensor ("uninitialized tensor")
+
+  // ---------------- construction ----------------
+  // Copies `nbytes` of host data (row-major) into a new buffer.
+  static Tensor FromData(Engine* e, const void* data, size_t nbytes, Shape shape, DType dtype,
+                         const std::string& device = "CPU");
+  template <typename T>
+  static Tensor FromVector(Engine* e, const std::vector<T>& v, Shape shape, DType dtype,
+                           const std::string& device = "CPU") {
+    return FromData(e, v.data(), v.size() * sizeof(T), std::move(shape), dtype, device);
+  }
+  static Tensor FromFloats(Engine* e, const std::vector<float>& v, Shape shape,
+                           const std::string& device = "CPU") {
+    return FromVector(e, v, std::move(shape), dtypes::kFloat32, device);
+  }
+  // Uninitialized storage.
+  static Tensor Empty(Engine* e, Shape shape, DType dtype, const std::string& device = "CPU");
+  static Tensor Full(Engine* e, Shape shape, ConstValue value, DType dtype,
+                     const std::string& device = "CPU");
+  static Tensor Zeros(Engine* e, Shape shape, DType dtype = dtypes::kFloat32,
+                      const std::string& device = "CPU");
+  static Tensor Ones(Engine* e, Shape shape, DType dtype = dtypes::kFloat32,
+                     const std::string& device = "CPU");
+  // [start, stop) by step.
+  static Tensor Arange(Engine* e, double start, double stop, double step = 1,
+                       DType dtype = dtypes::kInt32, const std::string& device = "CPU");
+  static Tensor Eye(Engine* e, int64_t n, DType dtype = dtypes::kFloat32,
+                    const std::string& device = "CPU");
+  // Uniform [0, 1) / standard normal, from a counter-based generator: the
+  // same seed gives the same values, element i depends only on (seed, i).
+  static Tensor Rand(Engine* e, Shape shape, uint64_t seed, DType dtype = dtypes::kFloat32,
+                     const std::string& device = "CPU");
+  static Tensor Randn(Engine* e, Shape shape, uint64_t seed, DType dtype = dtypes::kFloat32,
+                      const std::string& device = "CPU");
+  // A tensor of the same engine / device.
+  Tensor Const(ConstValue v, DType dtype) const;  // scalar (shape {})
+  Tensor FullLike(ConstValue v) const;
+  Tensor ZerosLike() const { return FullLike(int64_t{0}); }
+  Tensor OnesLike() const { return FullLike(int64_t{1}); }
+
+  // ---------------- properties ----------------
+  const absl::Status& status() const;
+  bool ok() const { return status().ok(); }
+  const Shape& shape() const;
+  int ndim() const { return static_cast<int>(shape().size()); }
+  int64_t dim(int axis) const;  // negative axes count from the end
+  int64_t numel() const;
+  DType dtype() const;
+  const std::string& device() const;
+  Engine* engine() const;
+  const UOpRef& uop() const;
+
+  // ---------------- realization ----------------
+  absl::Status Realize();
+  // Realizes this and `others` together (one schedule).
+  static absl::Status RealizeAll(std::vector<Tensor*> tensors);
+  // Row-major bytes of the data.
+  absl::StatusOr<std::vector<uint8_t>> ToBytes();
+  template <typename T>
+  absl::StatusOr<std::vector<T>> ToVector() {
+    auto b = ToBytes();
+    if (!b.ok()) return b.status();
+    if (dtype().ItemSize() != static_cast<int>(sizeof(T)))
+      return absl::InvalidArgumentError("ToVector: element size mismatch");
+    std::vector<T> v(b->size() / sizeof(T));
+    if (!v.empty()) std::memcpy(v.data(), b->data(), b->size());
+    return v;
+  }
+  // Values converted to double (any dtype).
+  absl::StatusOr<std::vector<double>> ToDoubles();
+  // The realized device buffer (realizes first; contiguous).
+  absl::StatusOr<BufferRef> Buffer();
+
+  // ---------------- elementwise (broadcasting) ----------------
+  Tensor operator-() const { return Neg(); }
+  Tensor Neg() const;
+  Tensor Exp() const;
+  Tensor Exp2() const;
+  Tensor Log() const;
+  Tensor Log2() const;
+  Tensor Sqrt() const;
+  Tensor Rsqrt() const;
+  Tensor Sin() const;
+  Tensor Cos() const;
+  Tensor Tan() const;
+  Tensor Tanh() const;
+  Tensor Sigmoid() const;
+  Tensor Relu() const;
+  Tensor LeakyRelu(double alpha = 0.01) const;
+  Tensor Elu(double alpha = 1.0) const;
+  Tensor Gelu() const;        // exact (erf) form
+  Tensor GeluTanh() const;    // tanh approximation
+  Tensor Erf() const;
+  Tensor HardSigmoid(double alpha = 1.0 / 6, double beta = 0.5) const;
+  Tensor HardSwish() const;
+  Tensor Softplus() const;
+  Tensor Abs() const;
+  Tensor Sign() const;
+  Tensor Floor() const;
+  Tensor Ceil() const;
+  Tensor Round() const;  // half to even
+  Tensor Trunc() const;
+  Tensor Reciprocal() const;
+  Tensor Square() const { return Mul(*this); }
+  Tensor Clip(std::optional<double> lo, std::optional<double> hi) const;
+  Tensor LogicalNot() const;
+  Tensor BitwiseNot() const;
+  Tensor IsNan() const;
+  Tensor IsInf(bool pos = true, bool neg = true) const;
+
+  Tensor Add(const Tensor& o) const;
+  Tensor Sub(const Tensor& o) const;
+  Tensor Mul(const Tensor& o) const;
+  Tensor Div(const Tensor& o) const;       // true division for floats, truncation for ints
+  Tensor FloorDiv(const Tensor& o) const;  // floor division
+  Tensor Mod(const Tensor& o) const;       // Python-style (sign of the divisor)
+  Tensor Fmod(const Tensor& o) const;      // C-style (sign of the dividend)
+  Tensor Pow(const Tensor& o) const;
+  Tensor Maximum(const Tensor& o) const;
+  Tensor Minimum(const Tensor& o) const;
+  Tensor Lt(const Tensor& o) const;
+  Tensor Le(const Tensor& o) const;
+  Tensor Gt(const Tensor& o) const;
+  Tensor Ge(const Tensor& o) const;
+  Tensor Eq(const Tensor& o) const;
+  Tensor Ne(const Tensor& o) const;
+  Tensor LogicalAnd(const Tensor& o) const;
+  Tensor LogicalOr(const Tensor& o) const;
+  Tensor LogicalXor(const Tensor& o) const;
+  Tensor BitwiseAnd(const Tensor& o) const;
+  Tensor BitwiseOr(const Tensor& o) const;
+  Tensor BitwiseXor(const Tensor& o) const;
+  Tensor ShiftLeft(const Tensor& o) const;
+  Tensor ShiftRight(const Tensor& o) const;
+  // cond ? a : b (cond is cast to bool).
+  static Tensor Where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+  Tensor operator+(const Tensor& o) const { return Add(o); }
+  Tensor operator-(const Tensor& o) const { return Sub(o); }
+  Tensor operator*(const Tensor& o) const { return Mul(o); }
+  Tensor operator/(const Tensor& o) const { return Div(o); }
+  Tensor operator+(double v) const { return Add(Scalar(v)); }
+  Tensor operator-(double v) const { return Sub(Scalar(v)); }
+  Tensor operator*(double v) const { return Mul(Scalar(v)); }
+  Tensor operator/(double v) const { return Div(Scalar(v)); }
+  // A scalar constant of this tensor's dtype.
+  Tensor Scalar(double v) const;
+
+  Tensor Cast(DType dtype) const;
+  Tensor Bitcast(DType dtype) const;
+  Tensor Contiguous() const;
+
+  // ---------------- reductions (axes may be negative; empty = all) ----------------
+  Tensor Sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor Prod(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor Max(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor Min(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor Mean(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor Var(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor Std(std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  // Index of the first max / min along `axis` (int64).
+  Tensor Argmax(int64_t axis, bool keepdim = false, bool select_last = false) const;
+  Tensor Argmin(int64_t axis, bool keepdim = false, bool select_last = false) const;
+  Tensor LogSumExp(std::vector<int64_t> axes, bool keepdim = false) const;
+  Tensor Cumsum(int64_t axis) const;
+
+  // ---------------- movement (zero-copy) ----------------
+  Tensor Reshape(Shape shape) const;  // one dim may be -1
+  Tensor Permute(std::vector<int64_t> order) const;
+  Tensor Expand(Shape shape) const;    // -1 keeps a dim; may prepend dims
+  Tensor Pad(const Pads& pads, double value = 0) const;  // negative pads shrink
+  Tensor Shrink(const Pads& bounds) const;
+  Tensor Flip(std::vector<int64_t> axes) const;
+  // Python-style slice per axis: start, stop, step (step != 0).
+  struct Slice {
+    std::optional<int64_t> start, stop;
+    int64_t step = 1;
+  };
+  Tensor Slices(const std::vector<Slice>& slices) const;
+  Tensor Squeeze(std::vector<int64_t> axes = {}) const;
+  Tensor Unsqueeze(int64_t axis) const;
+  Tensor Transpose(int64_t a = -2, int64_t b = -1) const;
+  Tensor Flatten(int64_t start = 0, int64_t end = -1) const;
+  // A strided window onto the flattened tensor (like numpy as_strided).
+  Tensor AsStrided(Shape shape, std::vector<int64_t> strides, int64_t offset = 0) const;
+  static Tensor Cat(const std::vector<Tensor>& ts, int64_t axis);
+  static Tensor Stack(const std::vector<Tensor>& ts, int64_t axis);
+  std::vector<Tensor> Split(const std::vector<int64_t>& sizes, int64_t axis) const;
+  Tensor Repeat(const std::vector<int64_t>& repeats) const;  // tile
+  // out[..., i, ...] = self[..., index[..., i, ...], ...] along `axis`.
+  Tensor Gather(int64_t axis, const Tensor& index) const;
+  // Take slices along `axis` (numpy take / ONNX Gather).
+  Tensor IndexSelect(int64_t axis, const Tensor& index) const;
+
+  // ---------------- linear algebra and nn ----------------
+  Tensor Matmul(const Tensor& o) const;  // numpy matmul (batched, broadcasting)
+  Tensor Linear(const Tensor& w, const Tensor* bias = nullptr) const;  // x @ w.T + b
+  Tensor Softmax(int64_t axis = -1) const;
+  Tensor LogSoftmax(int64_t axis = -1) const;
+  Tensor LayerNorm(std::vector<int64_t> axes, double eps = 1e-5) const;
+  // Inference batch norm over channel axis 1.
+  Tensor BatchNorm(const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                   const Tensor& var, double eps = 1e-5) const;
+
+  struct ConvOptions {
+    std::vector<int64_t> stride;    // default 1
+    std::vector<int64_t> dilation;  // default 1
+    Pads padding;                   // per spatial dim (before, after); default 0
+    int64_t groups = 1;
+  };
+  // x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel): 1-D, 2-D (any rank).
+  Tensor Conv(const Tensor& w, const Tensor* bias, const ConvOptions& o) const;
+  Tensor Conv2d(const Tensor& w, const Tensor* bias, const ConvOptions& o) const {
+    return Conv(w, bias, o);
+  }
+  // w (Cin, Cout/groups, *kernel); output_padding per spatial dim.
+  Tensor ConvTranspose(const Tensor& w, const Tensor* bias, const ConvOptions& o,
+                       const std::vector<int64_t>& output_padding = {}) const;
+
+  struct PoolOptions {
+    std::vector<int64_t> kernel;
+    std::vector<int64_t> stride;    // default = kernel
+    std::vector<int64_t> dilation;  // default 1
+    Pads padding;
+    bool ceil_mode = false;
+    bool count_include_pad = false;  // avg pool
+  };
+  Tensor MaxPool(const PoolOptions& o) const;
+  Tensor AvgPool(const PoolOptions& o) const;
+  Tensor GlobalAvgPool() const;  // over all spatial dims (keepdim)
+  Tensor GlobalMaxPool() const;
+
+  // Sliding windows over the last k dims: (..., *out, *kernel); padding with
+  // `pad_value`. Building block of conv and pooling.
+  Tensor Pool(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+              const std::vector<int64_t>& dilation, const Pads& padding,
+              double pad_value = 0) const;
+
+  enum class ResizeMode { kNearest, kLinear };
+  enum class CoordMode { kHalfPixel, kAsymmetric, kAlignCorners, kPytorchHalfPixel };
+  enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+  // Resizes the trailing dims of `sizes` (same rank as the tensor).
+  Tensor Resize(const Shape& sizes, ResizeMode mode,
+                CoordMode coord = CoordMode::kHalfPixel,
+                NearestMode nearest = NearestMode::kRoundPreferFloor) const;
+
+  // Error tensor with `s` (for ops built outside this class).
+  static Tensor Error(absl::Status s);
+
+  struct State;  // internal (tensor_internal.h)
+
+ private:
+  explicit Tensor(std::shared_ptr<State> s) : s_(std::move(s)) {}
+  Tensor Derive(UOpRef u, Shape shape, DType dtype) const;
+  static Tensor FromError(const Tensor& like, absl::Status s);
+  Tensor Elementwise(Op op, const std::vector<Tensor>& srcs, DType dtype) const;
+  Tensor Binary(Op op, const Tensor& o, bool bool_result = false) const;
+  Tensor View(const class ShapeTracker& st) const;
+  Tensor Reduce(Op op, std::vector<int64_t> axes, bool keepdim) const;
+  absl::StatusOr<std::vector<int64_t>> NormAxes(std::vector<int64_t> axes) const;
+  friend struct TensorInternal;
+  friend class Jit;
+
+  std::shared_ptr<State> s_;
+};
+
+// Broadcasts shapes numpy-style; error if incompatible.
+absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_TENSOR_TENSOR_H_

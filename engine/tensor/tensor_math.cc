@@ -1,0 +1,231 @@
+// Composite math built from the primitives: transcendental functions,
+// activations, rounding, division variants, softmax, matmul, norms.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/tensor/tensor.h"
+#include "engine/tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+Tensor F(const Tensor& t) { return t.dtype().IsFloat() ? t : t.Cast(dtypes::kFloat32); }
+}  // namespace
+
+Tensor Tensor::Exp() const { Tensor x = F(*this); return (x * M_LOG2E).Exp2(); }
+Tensor Tensor::Log() const { Tensor x = F(*this); return x.Log2() * M_LN2; }
+Tensor Tensor::Rsqrt() const { return Sqrt().Reciprocal(); }
+Tensor Tensor::Cos() const { Tensor x = F(*this); return (x.Scalar(M_PI_2) - x).Sin(); }
+Tensor Tensor::Tan() const { return Sin() / Cos(); }
+Tensor Tensor::Sigmoid() const {
+  Tensor x = F(*this);
+  return ((-x).Exp() + 1.0).Reciprocal();
+}
+Tensor Tensor::Tanh() const {
+  Tensor x = F(*this);
+  Tensor ax = x.Abs();
+  Tensor e = (ax * -2.0).Exp();
+  Tensor big = (x.Scalar(1.0) - e) / (e + 1.0) * x.Sign();
+  // Near 0, a short series keeps full relative precision.
+  Tensor x2 = x * x;
+  Tensor small = x * (((x2 * (-17.0 / 315) + 2.0 / 15) * x2 - 1.0 / 3) * x2 + 1.0);
+  return Where(ax.Lt(x.Scalar(0.0625)), small, big);
+}
+Tensor Tensor::Relu() const { return Maximum(ZerosLike()); }
+Tensor Tensor::LeakyRelu(double alpha) const {
+  Tensor x = F(*this);
+  return Where(x.Gt(x.Scalar(0)), x, x * alpha);
+}
+Tensor Tensor::Elu(double alpha) const {
+  Tensor x = F(*this);
+  return Where(x.Gt(x.Scalar(0)), x, (x.Exp() - 1.0) * alpha);
+}
+Tensor Tensor::Erf() const {
+  // Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), with a Taylor series near
+  // 0 for relative precision.
+  Tensor x = F(*this);
+  Tensor ax = x.Abs();
+  Tensor t = (ax * 0.3275911 + 1.0).Reciprocal();
+  Tensor poly = ((((t * 1.061405429 - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t +
+                 0.254829592) * t;
+  Tensor big = (x.Scalar(1.0) - poly * (-(ax * ax)).Exp()) * x.Sign();
+  Tensor x2 = x * x;
+  Tensor small = x * ((((x2 * (1.0 / 216) - 1.0 / 42) * x2 + 0.1) * x2 - 1.0 / 3) * x2 + 1.0) *
+                 (2.0 / std::sqrt(M_PI));
+  return Where(ax.Lt(x.Scalar(0.5)), small, big);
+}
+Tensor Tensor::Gelu() const {
+  Tensor x = F(*this);
+  return x * 0.5 * ((x * M_SQRT1_2).Erf() + 1.0);
+}
+Tensor Tensor::GeluTanh() const {
+  Tensor x = F(*this);
+  return x * 0.5 * (((x * x * x * 0.044715 + x) * std::sqrt(2.0 / M_PI)).Tanh() + 1.0);
+}
+Tensor Tensor::HardSigmoid(double alpha, double beta) const {
+  Tensor x = F(*this);
+  return (x * alpha + beta).Clip(0.0, 1.0);
+}
+Tensor Tensor::HardSwish() const { return F(*this) * HardSigmoid(1.0 / 6, 0.5); }
+Tensor Tensor::Softplus() const {
+  Tensor x = F(*this);
+  return Where(x.Gt(x.Scalar(20)), x, (x.Exp() + 1.0).Log());
+}
+Tensor Tensor::Abs() const {
+  if (!ok() || dtype().IsUnsigned() || dtype().IsBool()) return *this;
+  return Where(Lt(ZerosLike()), Neg(), *this);
+}
+Tensor Tensor::Sign() const {
+  if (!ok()) return *this;
+  Tensor z = ZerosLike();
+  return Where(Gt(z), OnesLike(), Where(Lt(z), Scalar(-1), z));
+}
+Tensor Tensor::Floor() const {
+  if (!ok() || !dtype().IsFloat()) return *this;
+  Tensor t = Trunc();
+  return Where(Lt(t), t - 1.0, t);
+}
+Tensor Tensor::Ceil() const {
+  if (!ok() || !dtype().IsFloat()) return *this;
+  Tensor t = Trunc();
+  return Where(Gt(t), t + 1.0, t);
+}
+Tensor Tensor::Round() const {
+  if (!ok() || !dtype().IsFloat()) return *this;
+  Tensor r = (*this + 0.5).Floor();
+  // Ties go to even: if x was exactly halfway and r is odd, step back.
+  Tensor tie = (r - *this).Eq(Scalar(0.5));
+  Tensor odd = (r - (r * 0.5).Floor() * 2.0).Ne(Scalar(0));
+  return Where(tie.LogicalAnd(odd), r - 1.0, r);
+}
+Tensor Tensor::Clip(std::optional<double> lo, std::optional<double> hi) const {
+  Tensor x = *this;
+  if (lo) x = x.Maximum(x.Scalar(*lo));
+  if (hi) x = x.Minimum(x.Scalar(*hi));
+  return x;
+}
+Tensor Tensor::IsNan() const {
+  if (!ok()) return *this;
+  if (!dtype().IsFloat()) return Full(engine(), shape(), int64_t{0}, dtypes::kBool, device());
+  return Ne(*this);
+}
+Tensor Tensor::IsInf(bool pos, bool neg) const {
+  if (!ok()) return *this;
+  Tensor r = Full(engine(), shape(), int64_t{0}, dtypes::kBool, device());
+  if (!dtype().IsFloat()) return r;
+  if (pos) r = r.LogicalOr(Eq(Scalar(INFINITY)));
+  if (neg) r = r.LogicalOr(Eq(Scalar(-INFINITY)));
+  return r;
+}
+
+Tensor Tensor::FloorDiv(const Tensor& o) const {
+  if (!ok()) return *this;
+  DType t = PromoteTypes(dtype(), o.dtype());
+  if (t.IsFloat()) return Div(o).Floor();
+  Tensor a = Cast(t), b = o.Cast(t);
+  Tensor q = a.Div(b);
+  if (t.IsUnsigned()) return q;
+  Tensor inexact = (q * b).Ne(a);
+  Tensor neg = a.Lt(a.ZerosLike()).LogicalXor(b.Lt(b.ZerosLike()));
+  return Where(inexact.LogicalAnd(neg), q - 1.0, q);
+}
+Tensor Tensor::Fmod(const Tensor& o) const {
+  if (!ok()) return *this;
+  DType t = PromoteTypes(dtype(), o.dtype());
+  if (!t.IsFloat()) return Binary(Op::kMod, o);
+  Tensor a = Cast(t), b = o.Cast(t);
+  return a - (a / b).Trunc() * b;
+}
+Tensor Tensor::Mod(const Tensor& o) const {
+  if (!ok()) return *this;
+  DType t = PromoteTypes(dtype(), o.dtype());
+  Tensor a = Cast(t), b = o.Cast(t);
+  Tensor r = a.Fmod(b);
+  if (t.IsUnsigned()) return r;
+  Tensor z = r.ZerosLike();
+  Tensor fix = r.Ne(z).LogicalAnd(r.Lt(z).LogicalXor(b.Lt(b.ZerosLike())));
+  return Where(fix, r + b, r);
+}
+
+// ---------------- reductions built on max / sum ----------------
+
+Tensor Tensor::Argmax(int64_t axis, bool keepdim, bool select_last) const {
+  if (!ok()) return *this;
+  if (axis < 0) axis += ndim();
+  if (axis < 0 || axis >= ndim()) return TensorInternal::ErrorLike(*this, absl::InvalidArgumentError("argmax: axis out of range"));
+  int64_t n = shape()[axis];
+  Tensor x = select_last ? Flip({axis}) : *this;
+  Tensor m = x.Eq(x.Max({axis}, true));
+  Shape s(ndim(), 1);
+  s[axis] = n;
+  // n, n-1, ..., 1 along the axis: the first max has the largest weight.
+  Tensor w = Arange(engine(), static_cast<double>(n), 0, -1, dtypes::kInt64, device()).Reshape(s);
+  Tensor first = Where(m, w, w.ZerosLike()).Max({axis}, keepdim);
+  Tensor idx = first.Scalar(static_cast<double>(n)) - first;
+  if (select_last) idx = idx.Scalar(static_cast<double>(n - 1)) - idx;
+  return idx;
+}
+Tensor Tensor::Argmin(int64_t axis, bool keepdim, bool select_last) const {
+  if (!ok()) return *this;
+  Tensor x = dtype().IsFloat() ? Neg() : BitwiseNot();
+  return x.Argmax(axis, keepdim, select_last);
+}
+Tensor Tensor::LogSumExp(std::vector<int64_t> axes, bool keepdim) const {
+  Tensor x = F(*this);
+  Tensor m = x.Max(axes, true);
+  Tensor r = (x - m).Exp().Sum(axes, true).Log() + m;
+  return keepdim ? r : r.Squeeze(axes.empty() ? std::vector<int64_t>{} : axes);
+}
+Tensor Tensor::Softmax(int64_t axis) const {
+  Tensor x = F(*this);
+  Tensor e = (x - x.Max({axis}, true)).Exp();
+  return e / e.Sum({axis}, true);
+}
+Tensor Tensor::LogSoftmax(int64_t axis) const {
+  Tensor x = F(*this);
+  Tensor s = x - x.Max({axis}, true);
+  return s - s.Exp().Sum({axis}, true).Log();
+}
+
+// ---------------- linear algebra and norms ----------------
+
+Tensor Tensor::Matmul(const Tensor& o) const {
+  if (!ok()) return *this;
+  if (!o.ok()) return o;
+  if (ndim() == 0 || o.ndim() == 0)
+    return TensorInternal::ErrorLike(*this, absl::InvalidArgumentError("matmul of a scalar"));
+  Tensor a = ndim() == 1 ? Reshape({1, shape()[0]}) : *this;
+  Tensor b = o.ndim() == 1 ? o.Reshape({o.shape()[0], 1}) : o;
+  int64_t k = a.shape().back();
+  if (b.shape()[b.ndim() - 2] != k)
+    return TensorInternal::ErrorLike(
+        *this, absl::InvalidArgumentError(absl::StrCat("matmul: shapes ", ShapeStr(shape()),
+                                                       " and ", ShapeStr(o.shape()),
+                                                       " do not align")));
+  // a (..., M, K) -> (..., M, 1, K);  b (..., K, N) -> (..., 1, N, K)
+  Tensor a3 = a.Unsqueeze(-2);
+  Tensor b3 = b.Transpose(-1, -2).Unsqueeze(-3);
+  Tensor r = (a3 * b3).Sum({-1});
+  if (ndim() == 1) r = r.Squeeze({-2});
+  if (o.ndim() == 1) r = r.Squeeze({-1});
+  return r;
+}
+Tensor Tensor::Linear(const Tensor& w, const Tensor* bias) const {
+  Tensor r = Matmul(w.Transpose());
+  return bias ? r + *bias : r;
+}
+Tensor Tensor::LayerNorm(std::vector<int64_t> axes, double eps) const {
+  Tensor x = F(*this);
+  Tensor c = x - x.Mean(axes, true);
+  return c * (c.Square().Mean(axes, true) + eps).Rsqrt();
+}
+Tensor Tensor::BatchNorm(const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                         const Tensor& var, double eps) const {
+  if (!ok()) return *this;
+  if (ndim() < 2) return TensorInternal::ErrorLike(*this, absl::InvalidArgumentError("batchnorm needs rank >= 2"));
+  Shape s(ndim(), 1);
+  s[1] = shape()[1];
+  Tensor inv = (var.Reshape(s) + eps).Rsqrt() * scale.Reshape(s);
+  return (*this - mean.Reshape(s)) * inv + bias.Reshape(s);
+}
+
+}  // namespace kiln
