@@ -62,9 +62,13 @@ class CaptureScope {
   // The scope recording on this thread, or null.
   static CaptureScope* Current();
   void Add(const ExecItem& e) { items_.push_back(e); }
+  // Records that tensor data was read back to the host while capturing.
+  void NoteHostRead() { ++host_reads_; }
+  int host_reads() const { return host_reads_; }
 
  private:
   std::vector<ExecItem> items_;
+  int host_reads_ = 0;
   CaptureScope* prev_;
 };
 

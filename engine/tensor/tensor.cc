@@ -102,6 +102,17 @@ Tensor Tensor::Empty(Engine* e, Shape shape, DType dtype, const std::string& dev
   return NewTensor(e, ViewOfBuffer(buf, shape), shape, dtype, device, st);
 }
 
+Tensor Tensor::FromBuffer(Engine* e, BufferRef buffer, Shape shape, DType dtype,
+                          const std::string& device) {
+  int64_t n = kiln::Prod(shape);
+  if (!buffer || buffer->nbytes() < static_cast<size_t>(n) * dtype.ItemSize())
+    return NewTensor(e, nullptr, shape, dtype, device,
+                     absl::InvalidArgumentError("FromBuffer: buffer too small for the shape"));
+  UOpRef buf = NewBuffer(dtype, n, device);
+  BufferOf(*buf).set_storage(std::move(buffer));
+  return NewTensor(e, ViewOfBuffer(buf, shape), shape, dtype, device);
+}
+
 Tensor Tensor::FromData(Engine* e, const void* data, size_t nbytes, Shape shape, DType dtype,
                         const std::string& device) {
   Tensor t = Empty(e, shape, dtype, device);
@@ -224,6 +235,8 @@ absl::StatusOr<BufferRef> Tensor::Buffer() {
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() {
   ASSIGN_OR_RETURN(BufferRef b, Buffer());
+  // A JIT capture cannot replay host-side decisions made on data.
+  if (CaptureScope* c = CaptureScope::Current()) c->NoteHostRead();
   std::vector<uint8_t> out(static_cast<size_t>(numel()) * dtype().ItemSize());
   if (!out.empty()) RETURN_IF_ERROR(b->CopyOut(out.data(), out.size()));
   return out;

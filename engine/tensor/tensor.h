@@ -51,6 +51,9 @@ class Tensor {
                            const std::string& device = "CPU") {
     return FromVector(e, v, std::move(shape), dtypes::kFloat32, device);
   }
+  // Wraps an existing device buffer (at least numel * itemsize bytes).
+  static Tensor FromBuffer(Engine* e, BufferRef buffer, Shape shape, DType dtype,
+                           const std::string& device);
   // Uninitialized storage.
   static Tensor Empty(Engine* e, Shape shape, DType dtype, const std::string& device = "CPU");
   static Tensor Full(Engine* e, Shape shape, ConstValue value, DType dtype,
