@@ -191,9 +191,19 @@ void Kernel::HandCodedOptimizations() {
   bool store_plain = Strides(store, &out_strides);
   // 1. Vectorize the global axis the output is contiguous along.
   int vec_axis = -1;
+  // Loads along `axis` are vector loads or broadcasts (not gathers).
+  auto loads_vectorize = [&](int axis) {
+    for (const UOp* m : mems_) {
+      if (m == store || m->op() == Op::kValid) continue;
+      std::vector<int64_t> st;
+      if (!Strides(m, &st) || (st[axis] != 0 && st[axis] != 1)) return false;
+    }
+    return true;
+  };
   if (store_plain) {
     for (int i = first_reduce_ - 1; i >= 0; --i) {
       if (out_strides[i] == 1) {
+        if (reduce_ && !loads_vectorize(i)) break;
         if (int64_t w = pick(full_shape_[i])) {
           if (ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
         }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "engine/base/dtype.h"
 #include "engine/realize/engine.h"
+#include "engine/shape/shape_tracker.h"
 #include "engine/shape/view.h"
 #include "engine/uop/uop.h"
 
@@ -296,7 +298,11 @@ class Tensor {
   static Tensor FromError(const Tensor& like, absl::Status s);
   Tensor Elementwise(Op op, const std::vector<Tensor>& srcs, DType dtype) const;
   Tensor Binary(Op op, const Tensor& o, bool bool_result = false) const;
-  Tensor View(const class ShapeTracker& st) const;
+  // Applies `st`, a tracker over this tensor's shape, as a new view.
+  Tensor View(const ShapeTracker& st) const;
+  // Applies a movement op to this tensor's own tracker (keeps one view when
+  // the op allows, unlike composing a fresh tracker).
+  Tensor ViewOp(const std::function<ShapeTracker(const ShapeTracker&)>& op) const;
   Tensor Reduce(Op op, std::vector<int64_t> axes, bool keepdim) const;
   absl::StatusOr<std::vector<int64_t>> NormAxes(std::vector<int64_t> axes) const;
   friend struct TensorInternal;

@@ -37,6 +37,16 @@ Tensor Tensor::View(const ShapeTracker& st) const {
   return Derive(v, st.shape(), dtype());
 }
 
+Tensor Tensor::ViewOp(const std::function<ShapeTracker(const ShapeTracker&)>& op) const {
+  const UOpRef& u = uop();
+  if (u->op() != Op::kView) return View(op(ShapeTracker::FromShape(shape())));
+  ShapeTracker st = op(*StOf(*u));
+  const UOpRef& base = u->src(0);
+  if (st.contiguous() && base->op() == Op::kBuffer && st.shape() == Shape{BufferOf(*base).size()})
+    return Derive(base, st.shape(), dtype());
+  return Derive(UOp::Make(Op::kView, dtype(), {base}, Arg(StArg(st))), st.shape(), dtype());
+}
+
 Tensor Tensor::Reshape(Shape ns) const {
   if (!ok()) return *this;
   int64_t known = 1;
@@ -61,7 +71,7 @@ Tensor Tensor::Reshape(Shape ns) const {
     return Fail(*this, absl::StrCat("reshape: ", ShapeStr(shape()), " -> ", ShapeStr(ns),
                                     " changes the number of elements"));
   if (ns == shape()) return *this;
-  return View(ShapeTracker::FromShape(shape()).Reshape(ns));
+  return ViewOp([&](const ShapeTracker& s) { return s.Reshape(ns); });
 }
 
 Tensor Tensor::Permute(std::vector<int64_t> order) const {
@@ -79,7 +89,7 @@ Tensor Tensor::Permute(std::vector<int64_t> order) const {
   bool identity = true;
   for (int i = 0; i < ndim(); ++i) identity &= o[i] == i;
   if (identity) return *this;
-  return View(ShapeTracker::FromShape(shape()).Permute(o));
+  return ViewOp([&](const ShapeTracker& s) { return s.Permute(o); });
 }
 
 Tensor Tensor::Expand(Shape ns) const {
@@ -95,7 +105,7 @@ Tensor Tensor::Expand(Shape ns) const {
   }
   Tensor r = Reshape(padded);
   if (ns == padded) return r;
-  return r.View(ShapeTracker::FromShape(padded).Expand(ns));
+  return r.ViewOp([&](const ShapeTracker& s) { return s.Expand(ns); });
 }
 
 Tensor Tensor::Pad(const Pads& pads, double value) const {
@@ -116,10 +126,10 @@ Tensor Tensor::Pad(const Pads& pads, double value) const {
   }
   Tensor x = any_shrink ? Shrink(shrink) : *this;
   if (!any_grow) return x;
-  Tensor padded = x.View(ShapeTracker::FromShape(x.shape()).Pad(grow));
+  Tensor padded = x.ViewOp([&](const ShapeTracker& s) { return s.Pad(grow); });
   if (value == 0) return padded;
   Tensor inside = Full(engine(), x.shape(), int64_t{1}, dtypes::kBool, device());
-  inside = inside.View(ShapeTracker::FromShape(x.shape()).Pad(grow));
+  inside = inside.ViewOp([&](const ShapeTracker& s) { return s.Pad(grow); });
   return Where(inside, padded, x.Scalar(value));
 }
 
@@ -135,7 +145,7 @@ Tensor Tensor::Shrink(const Pads& bounds) const {
     identity &= lo == 0 && hi == shape()[i];
   }
   if (identity) return *this;
-  return View(ShapeTracker::FromShape(shape()).Shrink(bounds));
+  return ViewOp([&](const ShapeTracker& s) { return s.Shrink(bounds); });
 }
 
 Tensor Tensor::Flip(std::vector<int64_t> axes) const {
@@ -147,7 +157,7 @@ Tensor Tensor::Flip(std::vector<int64_t> axes) const {
     f[a] = !f[a];
   }
   if (std::none_of(f.begin(), f.end(), [](bool b) { return b; })) return *this;
-  return View(ShapeTracker::FromShape(shape()).Flip(f));
+  return ViewOp([&](const ShapeTracker& s) { return s.Flip(f); });
 }
 
 Tensor Tensor::Slices(const std::vector<Slice>& slices) const {
@@ -184,7 +194,7 @@ Tensor Tensor::Slices(const std::vector<Slice>& slices) const {
   Tensor r = Shrink(bounds).Flip(flip_axes);
   bool strided = std::any_of(steps.begin(), steps.end(), [](int64_t s) { return s != 1; });
   if (!strided) return r;
-  return r.View(ShapeTracker::FromShape(r.shape()).Stride(steps));
+  return r.ViewOp([&](const ShapeTracker& s) { return s.Stride(steps); });
 }
 
 Tensor Tensor::Squeeze(std::vector<int64_t> axes) const {
@@ -252,9 +262,9 @@ Tensor Tensor::AsStrided(Shape ns, std::vector<int64_t> strides, int64_t offset)
   }
   if (kiln::Prod(ns) > 0 && (lo < 0 || hi >= numel()))
     return Fail(*this, "as_strided: window reaches outside the tensor");
-  ShapeTracker flat = ShapeTracker::FromShape(shape()).Reshape({numel()});
-  ShapeTracker st = flat.Compose(ShapeTracker({View::Create(ns, strides, offset)}));
-  return View(st);
+  ShapeTracker window({View::Create(ns, strides, offset)});
+  int64_t n = numel();
+  return ViewOp([&](const ShapeTracker& s) { return s.Reshape({n}).Compose(window); });
 }
 
 }  // namespace kiln

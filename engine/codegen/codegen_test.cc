@@ -1,0 +1,146 @@
+// Kernel-level tests: fusion counts, golden kernel sources (so codegen
+// changes show up in review), cost estimates and CPU == interpreter checks.
+//
+// To update the golden files after an intended codegen change:
+//   bazel run //engine/codegen:codegen_test -- --update_golden
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "engine/codegen/kernel.h"
+#include "engine/codegen/lowerer.h"
+#include "engine/renderer/renderer.h"
+#include "engine/schedule/schedule.h"
+#include "engine/tensor/test_util.h"
+
+namespace kiln {
+namespace {
+
+bool update_golden = false;
+
+Schedule Sched(const std::vector<Tensor>& ts) {
+  UOpList roots;
+  for (const Tensor& t : ts) roots.push_back(t.uop());
+  auto s = CreateSchedule(roots, "CPU");
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : Schedule{};
+}
+
+std::string Source(const ScheduleItem& item, const std::string& name) {
+  auto k = Kernel::Create(item.ast, RendererOptions{});
+  EXPECT_TRUE(k.ok()) << k.status();
+  k->HandCodedOptimizations();
+  auto p = Lower(*k);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return RenderC(name, p->uops);
+}
+
+void CheckGolden(const std::string& file, const std::string& got) {
+  std::string rel = "engine/codegen/testdata/" + file;
+  if (update_golden) {
+    const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+    ASSERT_NE(ws, nullptr) << "--update_golden needs `bazel run`";
+    std::ofstream(std::string(ws) + "/" + rel) << got;
+    return;
+  }
+  std::ifstream in(rel);
+  ASSERT_TRUE(in.good()) << "missing golden file " << rel;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(got, ss.str()) << "golden kernel " << rel
+                           << " changed; review and run with --update_golden";
+}
+
+class CodegenTest : public ::testing::Test {
+ protected:
+  Engine* e = TestEngine();
+  Tensor A(Shape s) { return Tensor::Empty(e, s, dtypes::kFloat32); }
+};
+
+TEST_F(CodegenTest, ElementwiseChainIsOneKernel) {
+  Tensor a = A({16, 16}), b = A({16, 16}), c = A({16});
+  Schedule s = Sched({((a + b) * c).Exp().Relu()});
+  EXPECT_EQ(s.items.size(), 1u);
+}
+
+TEST_F(CodegenTest, ReduceFusesInputAndOutput) {
+  Tensor a = A({8, 32}), b = A({8, 32});
+  EXPECT_EQ(Sched({(a * b).Sum({1})}).items.size(), 1u);
+  EXPECT_EQ(Sched({(a * b).Sum({1}).Sqrt() + 1.0}).items.size(), 1u);
+  // A reduce seen through an expand is realized: softmax is 3 kernels.
+  EXPECT_EQ(Sched({a.Softmax(-1)}).items.size(), 3u);
+}
+
+TEST_F(CodegenTest, ConvLikeReduceThenReshapeFusesBias) {
+  Tensor a = A({4, 6, 5}), w = A({6, 5}), bias = A({4});
+  Tensor r = (a * w).Sum({1, 2}, true).Reshape({4}) + bias;
+  EXPECT_EQ(Sched({r}).items.size(), 1u);
+}
+
+TEST_F(CodegenTest, MemoryPlannerReusesIntermediates) {
+  Tensor t = A({64, 64});
+  for (int i = 0; i < 6; ++i) t = (t + 1.0).Contiguous();
+  Schedule s = Sched({t});
+  EXPECT_EQ(s.items.size(), 6u);
+  // Five intermediates of the same size, but only two are alive at a time.
+  EXPECT_EQ(s.intermediates.size(), 2u);
+}
+
+TEST_F(CodegenTest, GoldenAdd) {
+  Schedule s = Sched({A({37}) + A({37})});
+  CheckGolden("add.c", Source(s.items[0], "add"));
+}
+
+TEST_F(CodegenTest, GoldenFusedElementwise) {
+  Tensor a = A({4, 64}), b = A({64});
+  Schedule s = Sched({((a * b) + 1.0).Maximum(a.ZerosLike()).Sqrt()});
+  CheckGolden("fused.c", Source(s.items[0], "fused"));
+}
+
+TEST_F(CodegenTest, GoldenReduce) {
+  Schedule s = Sched({A({16, 256}).Sum({1})});
+  CheckGolden("reduce.c", Source(s.items[0], "reduce"));
+}
+
+TEST_F(CodegenTest, GoldenMatmul) {
+  Schedule s = Sched({A({64, 32}).Matmul(A({32, 64}))});
+  ASSERT_EQ(s.items.size(), 1u);
+  CheckGolden("matmul.c", Source(s.items[0], "matmul"));
+}
+
+TEST_F(CodegenTest, MatmulEstimates) {
+  Schedule s = Sched({A({64, 32}).Matmul(A({32, 48}))});
+  auto k = Kernel::Create(s.items[0].ast, RendererOptions{});
+  ASSERT_TRUE(k.ok());
+  k->HandCodedOptimizations();
+  auto p = Lower(*k);
+  ASSERT_TRUE(p.ok());
+  EstimateCosts(&*p, {64 * 48 * 4, 64 * 32 * 4, 32 * 48 * 4});
+  EXPECT_DOUBLE_EQ(p->flops, 2.0 * 64 * 48 * 32);
+  EXPECT_DOUBLE_EQ(p->bytes, 4.0 * (64 * 48 + 64 * 32 + 32 * 48));
+}
+
+TEST_F(CodegenTest, NoOptGivesSameResultsAsOptimized) {
+  // The same graph with and without optimizations, on both devices.
+  std::vector<float> av(12 * 20), bv(20 * 16);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(i % 7) - 3;
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i % 5) - 2;
+  std::vector<double> ref;
+  for (const char* dev : {"CPU", "INTERP"}) {
+    Tensor a = Tensor::FromFloats(e, av, {12, 20}, dev);
+    Tensor b = Tensor::FromFloats(e, bv, {20, 16}, dev);
+    std::vector<double> got = Values((a.Matmul(b) + 1.0).Relu().Sum({0}));
+    if (ref.empty()) ref = got;
+    ExpectNear(got, ref);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--update_golden") kiln::update_golden = true;
+  return RUN_ALL_TESTS();
+}
