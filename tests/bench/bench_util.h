@@ -1,0 +1,42 @@
+// Helpers for benchmark binaries: timing and `name: value unit` output.
+#ifndef KILN_TESTS_BENCH_BENCH_UTIL_H_
+#define KILN_TESTS_BENCH_BENCH_UTIL_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::bench {
+
+inline double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Median seconds of `fn` over `reps` runs (after `warmup` runs), stopping
+// early once `budget` seconds are spent (at least 3 runs).
+inline double MedianSeconds(const std::function<void()>& fn, int reps, int warmup = 1,
+                            double budget = 10.0) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  double start = Now();
+  for (int i = 0; i < reps; ++i) {
+    double t0 = Now();
+    fn();
+    t.push_back(Now() - t0);
+    if (t.size() >= 3 && Now() - start > budget) break;
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+inline void Report(const std::string& name, double value, const std::string& unit) {
+  std::printf("%s: %.4g %s\n", name.c_str(), value, unit.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace kiln::bench
+
+#endif  // KILN_TESTS_BENCH_BENCH_UTIL_H_
