@@ -11,8 +11,8 @@
 namespace kiln {
 
 std::string Opt::ToString() const {
-  return absl::StrCat(op == OptOp::kUpcast ? "UPCAST" : "UNROLL", "(", axis, ",", amount,
-                      vector ? ",vec" : "", ")");
+  const char* name = op == OptOp::kUpcast ? "UPCAST" : op == OptOp::kUnroll ? "UNROLL" : "LOCAL";
+  return absl::StrCat(name, "(", axis, ",", amount, vector ? ",vec" : "", ")");
 }
 
 namespace {
@@ -139,7 +139,7 @@ void Kernel::MergeAdjacent() {
   }
 }
 
-void Kernel::SplitAll(int axis, int64_t amount) {
+void Kernel::SplitTo(int axis, int64_t amount, int dest) {
   Shape f = full_shape_, o = output_shape();
   int64_t fs = f[axis], os = o[axis];
   f[axis] = fs / amount;
@@ -150,14 +150,32 @@ void Kernel::SplitAll(int axis, int64_t amount) {
   std::vector<int> order;
   for (int i = 0; i < ndim(); ++i)
     if (i != axis + 1) order.push_back(i);
-  order.push_back(axis + 1);
+  order.insert(order.begin() + dest, axis + 1);
   PermuteAll(order);
+}
+
+void Kernel::SplitAll(int axis, int64_t amount) {
+  SplitTo(axis, amount, ndim());
   ++upcasted_;
 }
 
+absl::Status Kernel::PadGlobal(int axis, int64_t size) {
+  if (axis < 0 || axis >= first_local())
+    return absl::InvalidArgumentError(absl::StrCat("PadGlobal: axis ", axis, " is not global"));
+  if (size < full_shape_[axis])
+    return absl::InvalidArgumentError(absl::StrCat("PadGlobal: ", size, " < ", full_shape_[axis]));
+  if (size == full_shape_[axis]) return absl::OkStatus();
+  std::vector<std::pair<int64_t, int64_t>> pads(ndim(), {0, 0});
+  pads[axis] = {0, size - full_shape_[axis]};
+  for (auto& [u, st] : sts_) st = st.Pad(pads);
+  full_shape_[axis] = size;
+  return absl::OkStatus();
+}
+
 absl::Status Kernel::ApplyOpt(const Opt& opt) {
+  if (opt.op == OptOp::kLocal) return ApplyLocal(opt);
   int axis = opt.op == OptOp::kUpcast ? opt.axis : first_reduce_ + opt.axis;
-  bool ok_axis = opt.op == OptOp::kUpcast ? (opt.axis >= 0 && opt.axis < first_reduce_)
+  bool ok_axis = opt.op == OptOp::kUpcast ? (opt.axis >= 0 && opt.axis < first_local())
                                           : (axis >= first_reduce_ && axis < first_upcast());
   if (!ok_axis) return absl::InvalidArgumentError(absl::StrCat("bad axis for ", opt.ToString()));
   if (opt.amount <= 1 || full_shape_[axis] % opt.amount != 0)
@@ -174,8 +192,32 @@ absl::Status Kernel::ApplyOpt(const Opt& opt) {
   return absl::OkStatus();
 }
 
+absl::Status Kernel::ApplyLocal(const Opt& opt) {
+  if (!opts_.gpu) return absl::InvalidArgumentError("LOCAL needs a GPU renderer");
+  if (opt.axis < 0 || opt.axis >= first_local())
+    return absl::InvalidArgumentError(absl::StrCat("bad axis for ", opt.ToString()));
+  if (opt.amount <= 1 || full_shape_[opt.axis] % opt.amount != 0)
+    return absl::InvalidArgumentError(absl::StrCat(opt.ToString(), " does not divide axis of size ",
+                                                   full_shape_[opt.axis]));
+  if (local_dims_ >= 3) return absl::InvalidArgumentError("at most 3 local axes");
+  int64_t threads = opt.amount;
+  for (int i = first_local(); i < first_reduce_; ++i) threads *= full_shape_[i];
+  if (threads > opts_.max_local_threads)
+    return absl::InvalidArgumentError(absl::StrCat(opt.ToString(), ": ", threads,
+                                                   " threads per block is too many"));
+  SplitTo(opt.axis, opt.amount, first_reduce_);
+  ++first_reduce_;
+  ++local_dims_;
+  applied_.push_back(opt);
+  return absl::OkStatus();
+}
+
 void Kernel::HandCodedOptimizations() {
   if (Env().noopt || ndim() == 0) return;
+  if (opts_.gpu) {
+    GpuOptimizations();
+    return;
+  }
   const UOp* store = ast_->src(0).get();
   int itemsize = std::max(1, store->src(0)->dtype().ItemSize());
   int64_t width = std::max(1, opts_.vector_bytes / std::max(4, itemsize));

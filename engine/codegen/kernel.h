@@ -2,14 +2,20 @@
 //
 // All memory ops of the AST (LOAD, STORE, VALID) view the same iteration
 // space, the "full shape". Its axes are laid out as
-//   [global axes][reduce axes][upcast axes]
+//   [global axes][local axes][reduce axes][upcast axes]
 // Global axes become loops (the first one split across CPU threads) or GPU
-// grid dims; reduce axes become inner loops; upcast axes are unrolled into
-// the kernel body, one of them as an explicit vector (float8...).
+// grid dims; local axes (GPU only) become block / workgroup dims; reduce
+// axes become inner loops; upcast axes are unrolled into the kernel body,
+// one of them as an explicit vector (float8...).
 // Optimizations (OptOps) reshape and permute every view alike:
 //   UPCAST(axis, n)  split a global axis and unroll n copies
 //   UNROLL(axis, n)  the same for a reduce axis
-// Hand-coded heuristics pick them; NOOPT=1 disables them.
+//   LOCAL(axis, n)   split a global axis into (size/n, n); the n part becomes
+//                    the innermost local axis (GPU threads of one block)
+// PadGlobal rounds a global axis up to a multiple (GPU bounds guard: the
+// padded region is masked in every view, so its loads and stores are gated).
+// Hand-coded heuristics pick them (HandCodedOptimizations; the GPU ones when
+// RendererOptions::gpu); NOOPT=1 disables them.
 // Not thread-safe (one Kernel per compile).
 #ifndef KILN_ENGINE_CODEGEN_KERNEL_H_
 #define KILN_ENGINE_CODEGEN_KERNEL_H_
@@ -30,13 +36,16 @@ struct RendererOptions {
   int vector_bytes = 32;      // widest vector register (AVX2: 32)
   bool supports_float16 = false;
   int max_upcast = 64;        // max elements per unrolled body
+  // GPU launch limits (used when gpu is true).
+  int max_local_threads = 1024;   // threads per block / workgroup
+  int preferred_local_threads = 256;
 };
 
-enum class OptOp { kUpcast, kUnroll };
+enum class OptOp { kUpcast, kUnroll, kLocal };
 
 struct Opt {
   OptOp op;
-  int axis;     // UPCAST: global axis index; UNROLL: index among reduce axes
+  int axis;     // UPCAST / LOCAL: global axis index; UNROLL: index among reduce axes
   int64_t amount;
   bool vector = false;  // this upcast becomes the vector lane axis
   std::string ToString() const;
@@ -52,6 +61,9 @@ class Kernel {
   const Shape& output_shape() const;
   int ndim() const { return static_cast<int>(full_shape_.size()); }
   int first_reduce() const { return first_reduce_; }
+  // First local axis (== first_reduce() when there are none).
+  int first_local() const { return first_reduce_ - local_dims_; }
+  int local_dims() const { return local_dims_; }
   int upcasted() const { return upcasted_; }
   int first_upcast() const { return ndim() - upcasted_; }
   // Vector lane axis (an upcast axis) and its width; -1 / 1 if none.
@@ -65,6 +77,9 @@ class Kernel {
   const ShapeTracker& StOf(const UOp* mem) const { return sts_.at(mem); }
 
   absl::Status ApplyOpt(const Opt& opt);
+  // Pads global axis `axis` up to `size` (>= its size), masking the new
+  // region in every view (see above).
+  absl::Status PadGlobal(int axis, int64_t size);
   void HandCodedOptimizations();
   // "r_64_16_1024_4_8" style: E_ for elementwise, r_ for reduce kernels.
   std::string Name() const;
@@ -74,6 +89,10 @@ class Kernel {
   void ReshapeAll(const std::vector<Shape>& new_full_and_out);  // helper
   void PermuteAll(const std::vector<int>& order);
   void SplitAll(int axis, int64_t amount);  // axis -> (s/amount, amount) at the end
+  // axis -> (s/amount, amount), the amount part moved to position `dest`.
+  void SplitTo(int axis, int64_t amount, int dest);
+  absl::Status ApplyLocal(const Opt& opt);
+  void GpuOptimizations();  // kernel_gpu.cc
   void MergeAdjacent();
   void DropUnitAxes();
   bool Strides(const UOp* mem, std::vector<int64_t>* strides) const;
@@ -86,6 +105,7 @@ class Kernel {
   Shape full_shape_;
   int first_reduce_ = 0;
   int upcasted_ = 0;
+  int local_dims_ = 0;
   int vector_axis_ = -1;
   std::vector<Opt> applied_;
 };

@@ -147,10 +147,16 @@ class Lowerer {
     LinearProgram p;
     p.name = k_.Name();
     for (const Opt& o : k_.applied()) p.opts.push_back(o.ToString());
-    // Global loops; the first real one runs split across threads.
+    // Global loops; the first real one runs split across threads. On GPUs
+    // global and local axes are grid / block indices instead.
     int range_id = 0;
     bool parallel = true;
-    for (int a = 0; a < fr; ++a) {
+    if (k_.options().gpu) {
+      RETURN_IF_ERROR(MapSpecials(0, k_.first_local(), "gidx", {int64_t{2147483647}, 65535, 65535},
+                                  &p.global));
+      RETURN_IF_ERROR(MapSpecials(k_.first_local(), fr, "lidx", {1024, 1024, 64}, &p.local));
+    }
+    for (int a = 0; a < fr && !k_.options().gpu; ++a) {
       int64_t s = k_.full_shape()[a];
       if (s == 1) {
         idx_[a] = UOp::ConstInt(0);
@@ -258,6 +264,54 @@ class Lowerer {
     std::string s;
     for (const auto& [a, v] : c) absl::StrAppend(&s, a, "=", v, ";");
     return s;
+  }
+
+  // Maps axes [begin, end) (all non-unit ones) to at most three SPECIAL
+  // indices prefix0..2: dim 0 is the innermost axis, dim 1 the next, dim 2
+  // all others merged (recovered with div / mod). When a dim would exceed
+  // its limit, every axis is merged into dim 0.
+  absl::Status MapSpecials(int begin, int end, const std::string& prefix,
+                           const std::array<int64_t, 3>& limit, std::array<int64_t, 3>* dims) {
+    std::vector<int> axes;
+    for (int a = begin; a < end; ++a) {
+      if (k_.full_shape()[a] == 1) {
+        idx_[a] = UOp::ConstInt(0);
+      } else {
+        axes.push_back(a);
+      }
+    }
+    if (axes.empty()) return absl::OkStatus();
+    const int n = static_cast<int>(axes.size());
+    std::vector<std::vector<int>> groups;  // per dim, axes outer -> inner
+    groups.push_back({axes[n - 1]});
+    if (n >= 2) groups.push_back({axes[n - 2]});
+    if (n >= 3) groups.push_back(std::vector<int>(axes.begin(), axes.end() - 2));
+    auto size_of = [&](const std::vector<int>& g) {
+      int64_t s = 1;
+      for (int a : g) s *= k_.full_shape()[a];
+      return s;
+    };
+    bool fits = true;
+    for (size_t d = 0; d < groups.size(); ++d) fits &= size_of(groups[d]) <= limit[d];
+    if (!fits) groups = {axes};
+    if (size_of(groups[0]) > limit[0])
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", k_.Name(), ": ", prefix, " size ",
+                                                     size_of(groups[0]), " exceeds ", limit[0]));
+    for (size_t d = 0; d < groups.size(); ++d) {
+      const std::vector<int>& g = groups[d];
+      int64_t size = size_of(g);
+      (*dims)[d] = size;
+      UOpRef s = UOp::Make(Op::kSpecial, dtypes::kIndex, {UOp::ConstInt(size)},
+                           Arg(absl::StrCat(prefix, d)));
+      int64_t below = 1;
+      for (int j = static_cast<int>(g.size()) - 1; j >= 0; --j) {
+        int64_t sz = k_.full_shape()[g[j]];
+        UOpRef q = below == 1 ? s : s / below;
+        idx_[g[j]] = j == 0 ? q : q % sz;
+        below *= sz;
+      }
+    }
+    return absl::OkStatus();
   }
 
   // Per-axis index expressions for a view of shape `shape`, lane axis as var.
@@ -423,7 +477,11 @@ absl::StatusOr<LinearProgram> Lower(const Kernel& k) {
 
 void EstimateCosts(LinearProgram* p, const std::vector<int64_t>& buffer_bytes) {
   std::unordered_set<const UOp*> addr = AddressNodes(p->uops);
-  std::vector<double> trips = {1};
+  // GPU kernels run once per thread: the product of the grid / block sizes.
+  double threads = 1;
+  for (const UOpRef& u : p->uops)
+    if (u->op() == Op::kSpecial) threads *= static_cast<double>(u->src(0)->vmax());
+  std::vector<double> trips = {threads};
   std::vector<double> touched(buffer_bytes.size(), 0);
   double flops = 0;
   for (const UOpRef& u : p->uops) {

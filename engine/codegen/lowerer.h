@@ -2,7 +2,9 @@
 // renderer prints), plus its launch geometry and cost estimates.
 //
 // Linear ops: DEFINE_GLOBAL, DEFINE_VAR, CONST, RANGE / ENDRANGE (loops;
-// the first global loop is marked parallel), DEFINE_ACC / ASSIGN
+// on CPUs the first global loop is marked parallel; on GPUs global and local
+// axes are SPECIAL "gidx<d>" / "lidx<d>" indices, d < 3, src[0] = size, with
+// extra axes merged by div / mod), DEFINE_ACC / ASSIGN
 // (accumulators), LOAD / STORE (optionally gated), VECTORIZE / GEP, ALU,
 // CAST, BITCAST. Values of the vector axis are real vector dtypes (float32x8).
 // Expressions are hoisted to the outermost loop where their inputs exist.
@@ -21,7 +23,10 @@ namespace kiln {
 struct LinearProgram {
   std::string name;
   UOpList uops;                             // in program order
-  std::array<int64_t, 3> global = {1, 1, 1};  // CPU: global[0] = parallel loop size
+  // CPU: global[0] = parallel loop size. GPU: blocks (workgroups) per grid
+  // dim and threads per block dim (CUDA convention; OpenCL's global work
+  // size is global * local).
+  std::array<int64_t, 3> global = {1, 1, 1};
   std::array<int64_t, 3> local = {1, 1, 1};
   int num_bufs = 0;
   std::vector<std::string> vars;            // DEFINE_VAR names, in order

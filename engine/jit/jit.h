@@ -6,7 +6,9 @@
 //   call 2 runs it again while recording every ExecItem it launches;
 //   calls 3+ replay the recorded kernels with the new input buffers swapped
 //   in and fresh output buffers (outputs never alias earlier results), with
-//   no scheduling, codegen or graph building at all.
+//   no scheduling, codegen or graph building at all. On devices with a
+//   GraphExecutor (CUDA) the capture replays as one graph launch, patching
+//   only the launches whose arguments changed.
 // Several captures are kept side by side (LRU, Options::max_captures).
 // A capture that cannot be replayed faithfully is refused with an error:
 // reading tensor data on the host during the call (data-dependent control
@@ -34,6 +36,9 @@ class Jit {
   using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)>;
   struct Options {
     size_t max_captures = 16;  // signatures kept (LRU)
+    // Replay through the device's GraphExecutor (one CUDA graph per
+    // capture) where the device has one; otherwise launch kernel by kernel.
+    bool use_graphs = true;
   };
   struct CaptureInfo {
     std::string signature;

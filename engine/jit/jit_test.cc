@@ -132,7 +132,7 @@ TEST_P(JitTest, SameBufferTwiceIsHonoured) {
   ExpectNear(Values((*r)[0]), {0, 0});
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, JitTest, ::testing::Values("CPU", "INTERP"));
+INSTANTIATE_TEST_SUITE_P(Devices, JitTest, ::testing::ValuesIn(TestDevices()), DeviceParamName);
 
 }  // namespace
 }  // namespace kiln

@@ -68,16 +68,37 @@ Engine::~Engine() = default;
 
 absl::StatusOr<Device*> Engine::GetDevice(const std::string& name) { return registry_->Get(name); }
 
-absl::StatusOr<RendererOptions> Engine::OptionsFor(Device* device) const {
+absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
+                                               const std::string& device) {
   RendererOptions o;
-  o.device = device->name();
-  std::string r = device->renderer();
-  if (r == "c" || r == "bytecode") {
+  o.device = device;
+  if (renderer == "c" || renderer == "bytecode") {
     o.gpu = false;
     o.vector_bytes = 32;
     return o;
   }
-  return absl::UnimplementedError(absl::StrCat("no codegen for renderer '", r, "'"));
+  if (renderer == "cuda" || renderer == "opencl") {
+    // Scalar code per thread; blocks of up to 256 threads (see kernel_gpu.cc).
+    o.gpu = true;
+    o.vector_bytes = 0;
+    o.max_local_threads = 1024;
+    o.preferred_local_threads = 256;
+    return o;
+  }
+  return absl::UnimplementedError(absl::StrCat("no codegen for renderer '", renderer, "'"));
+}
+
+absl::StatusOr<std::string> RenderKernel(const std::string& renderer, const std::string& name,
+                                         const UOpList& uops) {
+  if (renderer == "c") return RenderC(name, uops);
+  if (renderer == "bytecode") return RenderBytecode(name, uops);
+  if (renderer == "cuda") return RenderCuda(name, uops);
+  if (renderer == "opencl") return RenderOpenCL(name, uops);
+  return absl::UnimplementedError(absl::StrCat("no renderer for '", renderer, "'"));
+}
+
+absl::StatusOr<RendererOptions> Engine::OptionsFor(Device* device) const {
+  return CodegenOptions(device->renderer(), device->name());
 }
 
 absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {
@@ -125,8 +146,7 @@ absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKe
       int n = names_[prog.name]++;
       if (n > 0) prog.name = absl::StrCat(prog.name, "n", n);
     }
-    std::string src = lang == "c" ? RenderC(prog.name, prog.uops)
-                                  : RenderBytecode(prog.name, prog.uops);
+    ASSIGN_OR_RETURN(std::string src, RenderKernel(lang, prog.name, prog.uops));
     if (Env().debug >= 4) std::fprintf(stderr, "%s\n", src.c_str());
     pending.push_back({i, std::move(prog), std::move(src)});
   }

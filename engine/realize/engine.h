@@ -128,6 +128,14 @@ class Engine {
 // One DEBUG=2 line for a kernel run.
 std::string DebugLine(const CompiledKernel& k, double seconds);
 
+// Codegen options for a renderer language ("c", "bytecode", "opencl",
+// "cuda"; see Device::renderer()) on the device named `device`.
+absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
+                                               const std::string& device);
+// Renders a lowered kernel in a renderer language.
+absl::StatusOr<std::string> RenderKernel(const std::string& renderer, const std::string& name,
+                                         const UOpList& uops);
+
 }  // namespace kiln
 
 #endif  // KILN_ENGINE_REALIZE_ENGINE_H_

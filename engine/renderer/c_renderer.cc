@@ -224,42 +224,80 @@ class CRenderer {
     DType t = c.dtype();
     ConstValue v = c.const_value();
     if (const auto* i = std::get_if<int64_t>(&v)) {
+      // Negative literals are parenthesized so that "-" + literal never
+      // reads as "--".
+      auto paren = [&](std::string x) { return *i < 0 ? absl::StrCat("(", x, ")") : x; };
       switch (t.scalar) {
         case ScalarType::kInt64:
           return *i == std::numeric_limits<int64_t>::min() ? "(-9223372036854775807ll-1)"
-                                                           : absl::StrCat(*i, "ll");
+                                                           : paren(absl::StrCat(*i, "ll"));
         case ScalarType::kUInt64: return absl::StrCat(static_cast<uint64_t>(*i), "ull");
         case ScalarType::kUInt32: return absl::StrCat(*i, "u");
         case ScalarType::kInt32:
-          return *i == -2147483648LL ? "(-2147483647-1)" : absl::StrCat(*i);
-        default: return absl::StrCat(*i);
+          return *i == -2147483648LL ? "(-2147483647-1)" : paren(absl::StrCat(*i));
+        default: return paren(absl::StrCat(*i));
       }
     }
     double d = std::get<double>(v);
     bool dbl = t.scalar == ScalarType::kFloat64;
     if (std::isnan(d)) return dbl ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
     if (std::isinf(d))
-      return absl::StrCat(d < 0 ? "-" : "", dbl ? "__builtin_inf()" : "__builtin_inff()");
+      return absl::StrCat(d < 0 ? "(-" : "(", dbl ? "__builtin_inf()" : "__builtin_inff()", ")");
     char buf[64];
     std::snprintf(buf, sizeof(buf), dbl ? "%.17g" : "%.9g", d);
     std::string s = buf;
     if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-    return dbl ? s : s + "f";
+    if (!dbl) s += "f";
+    return std::signbit(d) ? absl::StrCat("(", s, ")") : s;
   }
 
-  // Rounds a float-carried half / bfloat16 result.
+  // Rounds a float-carried half / bfloat16 result; wraps a scalar integer
+  // result narrower than int (C computes those in int) back to its type.
   std::string Round(DType t, const std::string& e) {
-    if (t.scalar == ScalarType::kFloat16) {
-      half_ = true;
-      KILN_CHECK(t.count == 1, "C renderer: vector float16 is not supported");
-      return absl::StrCat("kiln_rh(", e, ")");
+    if (IsHalfLike(t)) {
+      bool half = t.scalar == ScalarType::kFloat16;
+      (half ? half_ : bf16_) = true;
+      const char* fn = half ? "kiln_rh" : "kiln_rbf";
+      if (t.count == 1) return absl::StrCat(fn, "(", e, ")");
+      std::string ty = Type(t);
+      std::string name = absl::StrCat(fn, "_", ty);
+      AddHelper(name, absl::StrCat("static inline ", ty, " ", name, "(", ty, " v) { ",
+                                   "for (int i = 0; i < ", t.count, "; ++i) v[i] = ", fn,
+                                   "(v[i]); return v; }"));
+      return absl::StrCat(name, "(", e, ")");
     }
-    if (t.scalar == ScalarType::kBFloat16) {
-      bf16_ = true;
-      KILN_CHECK(t.count == 1, "C renderer: vector bfloat16 is not supported");
-      return absl::StrCat("kiln_rbf(", e, ")");
-    }
+    if (t.count == 1 && (t.IsInt() || t.IsBool()) && t.ScalarSize() < 4)
+      return absl::StrCat("((", ScalarC(t.scalar), ")", e, ")");
+    if (t.count > 1 && t.IsBool())  // lanes back to 0 / 1
+      return absl::StrCat("(__builtin_convertvector((", e, ")!=0, ", Type(t), ")&1)");
     return e;
+  }
+
+  // Adds a helper function, guarded so that kernels compiled together in one
+  // translation unit define it once.
+  void AddHelper(const std::string& name, const std::string& body) {
+    helpers_.insert(absl::StrCat("#ifndef KILN_H_", name, "\n#define KILN_H_", name, "\n", body,
+                                 "\n#endif"));
+  }
+
+  // Helper that loads (store = false) or stores a vector of float16 /
+  // bfloat16 lanes converted from / to float.
+  std::string HalfVecHelper(DType t, bool store) {
+    bool half = t.scalar == ScalarType::kFloat16;
+    (half ? half_ : bf16_) = true;
+    std::string ty = Type(t);
+    std::string name = absl::StrCat(store ? "kiln_st" : "kiln_ld", half ? "h_" : "bf_", ty);
+    if (store) {
+      AddHelper(name, absl::StrCat("static inline void ", name, "(unsigned short* p, ", ty,
+                                   " v) { for (int i = 0; i < ", t.count, "; ++i) p[i] = ",
+                                   half ? "kiln_f2h" : "kiln_f2bf", "(v[i]); }"));
+    } else {
+      AddHelper(name, absl::StrCat("static inline ", ty, " ", name,
+                                   "(const unsigned short* p) { ", ty, " v; for (int i = 0; i < ",
+                                   t.count, "; ++i) v[i] = ", half ? "kiln_h2f" : "kiln_bf2f",
+                                   "(p[i]); return v; }"));
+    }
+    return name;
   }
 
   // Applies a scalar function lane by lane to a vector operand.
@@ -285,8 +323,9 @@ class CRenderer {
       else if (t.scalar == ScalarType::kBFloat16) bf16_ = true, e = absl::StrCat("kiln_bf2f(", raw, ")");
       else if (t.IsBool()) e = absl::StrCat("(", raw, "!=0)");
       else e = raw;
+    } else if (IsHalfLike(t)) {
+      e = absl::StrCat(HalfVecHelper(t, false), "(", buf, "+", idx, ")");
     } else {
-      KILN_CHECK(!IsHalfLike(t), "C renderer: vector float16 loads are not supported");
       e = absl::StrCat("(*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")))");
     }
     if (x.src().size() > 2) e = absl::StrCat("(", E(x.src(2)), "?", e, ":", E(x.src(3)), ")");
@@ -304,6 +343,8 @@ class CRenderer {
       if (t.scalar == ScalarType::kFloat16) half_ = true, val = absl::StrCat("kiln_f2h(", v, ")");
       if (t.scalar == ScalarType::kBFloat16) bf16_ = true, val = absl::StrCat("kiln_f2bf(", v, ")");
       s = absl::StrCat(buf, "[", idx, "] = ", val, ";");
+    } else if (IsHalfLike(t)) {
+      s = absl::StrCat(HalfVecHelper(t, true), "(", buf, "+", idx, ", ", v, ");");
     } else {
       s = absl::StrCat("*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")) = ", v, ";");
     }
@@ -353,22 +394,24 @@ class CRenderer {
         if (t.scalar == ScalarType::kBFloat16) bf16_ = true, e = absl::StrCat("kiln_bf2f(", e, ")");
         return e;
       }
-      case Op::kNeg: return Round(t, absl::StrCat("(-", src(0), ")"));
+      case Op::kNeg: return Round(t, absl::StrCat("(-(", src(0), "))"));
       case Op::kRecip:
         return Round(t, absl::StrCat("(", is_double ? "1.0" : "1.0f", "/", src(0), ")"));
       case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kTrunc: {
         const char* fn = x.op() == Op::kExp2 ? "exp2" : x.op() == Op::kLog2 ? "log2"
                        : x.op() == Op::kSin ? "sin" : x.op() == Op::kSqrt ? "sqrt" : "trunc";
         if (vec && x.op() == Op::kTrunc) return absl::StrCat("__builtin_elementwise_trunc(", src(0), ")");
-        if (vec) return PerLane(t, {src(0)}, [&](const std::vector<std::string>& a) {
+        if (vec) return Round(t, PerLane(t, {src(0)}, [&](const std::vector<std::string>& a) {
           return absl::StrCat("__builtin_", fn, fs, "(", a[0], ")");
-        });
+        }));
         return Round(t, absl::StrCat("__builtin_", fn, fs, "(", src(0), ")"));
       }
       case Op::kPow:
-        if (vec) return PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
-          return absl::StrCat("__builtin_pow", fs, "(", a[0], ",", a[1], ")");
-        });
+        if (vec) {
+          return Round(t, PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
+            return absl::StrCat("__builtin_pow", fs, "(", a[0], ",", a[1], ")");
+          }));
+        }
         return Round(t, absl::StrCat("__builtin_pow", fs, "(", src(0), ",", src(1), ")"));
       case Op::kAdd: return Round(t, bin("+"));
       case Op::kSub: return Round(t, bin("-"));
@@ -378,14 +421,15 @@ class CRenderer {
         const char* op = x.op() == Op::kIDiv ? "/" : "%";
         const UOp& d = *x.src(1);
         bool safe = d.IsConst() && !d.IsConstInt(0) && !d.IsConstInt(-1);
-        if (safe) return bin(op);
+        if (safe) return Round(t, bin(op));
         if (vec) return PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
           return absl::StrCat("(", a[1], "==0?0:", a[0], op, a[1], ")");
         });
-        if (t.IsUnsigned()) return absl::StrCat("(", src(1), "==0?0:", src(0), op, src(1), ")");
-        std::string neg = x.op() == Op::kIDiv ? absl::StrCat("-", src(0)) : "0";
-        return absl::StrCat("(", src(1), "==0?0:(", src(1), "==-1?", neg, ":", src(0), op, src(1),
-                            "))");
+        if (t.IsUnsigned())
+          return Round(t, absl::StrCat("(", src(1), "==0?0:", src(0), op, src(1), ")"));
+        std::string neg = x.op() == Op::kIDiv ? absl::StrCat("-(", src(0), ")") : "0";
+        return Round(t, absl::StrCat("(", src(1), "==0?0:(", src(1), "==-1?", neg, ":", src(0), op,
+                                     src(1), "))"));
       }
       case Op::kMax:
         if (vec) return absl::StrCat("__builtin_elementwise_max(", src(0), ",", src(1), ")");
@@ -395,27 +439,28 @@ class CRenderer {
         if (!vec) return bin(op);
         return absl::StrCat("(__builtin_convertvector(", src(0), op, src(1), ", ", Type(t), ")&1)");
       }
-      case Op::kAnd: return bin("&");
-      case Op::kOr: return bin("|");
-      case Op::kXor: return bin("^");
+      case Op::kAnd: return Round(t, bin("&"));
+      case Op::kOr: return Round(t, bin("|"));
+      case Op::kXor: return Round(t, bin("^"));
       case Op::kShl: case Op::kShr: {
         int bits = t.ScalarSize() * 8;
-        return absl::StrCat("(", src(0), x.op() == Op::kShl ? "<<" : ">>", "((", src(1), ")&",
-                            bits - 1, "))");
+        return Round(t, absl::StrCat("(", src(0), x.op() == Op::kShl ? "<<" : ">>", "((", src(1),
+                                     ")&", bits - 1, "))"));
       }
       case Op::kWhere:
         if (!vec) return absl::StrCat("(", src(0), "?", src(1), ":", src(2), ")");
         return absl::StrCat("((__builtin_convertvector(", src(0), ", ", MaskType(t), ")!=0)?",
                             src(1), ":", src(2), ")");
       case Op::kMulAcc: {
-        if (!t.IsFloat()) return absl::StrCat("((", src(0), "*", src(1), ")+", src(2), ")");
+        if (!t.IsFloat())
+          return Round(t, absl::StrCat("((", src(0), "*", src(1), ")+", src(2), ")"));
         if (!vec) return Round(t, absl::StrCat("__builtin_fma", fs, "(", src(0), ",", src(1), ",", src(2), ")"));
         std::string ty = Type(t);
         helpers_.insert(absl::StrCat("#ifndef KILN_FMA_", ty, "\n#define KILN_FMA_", ty,
                                      "\nstatic inline ", ty, " kiln_fma_", ty, "(", ty, " a, ", ty,
                                      " b, ", ty, " c) {\n#pragma clang fp contract(fast)\n",
                                      "  return a*b+c;\n}\n#endif"));
-        return absl::StrCat("kiln_fma_", ty, "(", src(0), ",", src(1), ",", src(2), ")");
+        return Round(t, absl::StrCat("kiln_fma_", ty, "(", src(0), ",", src(1), ",", src(2), ")"));
       }
       default:
         KILN_CHECK(false, "C renderer: cannot render ", x.Describe());

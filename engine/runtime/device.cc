@@ -9,7 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
 #include "engine/runtime/cpu_device.h"
+#include "engine/runtime/cuda_device.h"
 #include "engine/runtime/interpreter.h"
+#include "engine/runtime/opencl_device.h"
 
 namespace kiln {
 
@@ -180,6 +182,16 @@ std::unique_ptr<DeviceRegistry> DeviceRegistry::WithDefaults() {
   });
   registry->Register("INTERP", []() -> absl::StatusOr<std::unique_ptr<Device>> {
     return std::unique_ptr<Device>(std::make_unique<InterpreterDevice>());
+  });
+  // GPU devices load their libraries with dlopen: Get fails with a clear
+  // error where there is no driver / ICD.
+  registry->Register("OPENCL", []() -> absl::StatusOr<std::unique_ptr<Device>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<OpenClDevice> d, OpenClDevice::Create({}));
+    return std::unique_ptr<Device>(std::move(d));
+  });
+  registry->Register("CUDA", []() -> absl::StatusOr<std::unique_ptr<Device>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> d, CudaDevice::Create({}));
+    return std::unique_ptr<Device>(std::move(d));
   });
   return registry;
 }

@@ -155,6 +155,30 @@ class Compiler {
   virtual Stats stats() const { return {}; }
 };
 
+// One kernel launch of a recorded sequence (see GraphExecutor).
+struct GraphLaunch {
+  Program* program = nullptr;  // owned elsewhere; must outlive the graph
+  std::vector<void*> bufs;
+  std::vector<int64_t> vars;
+  LaunchDims dims;
+};
+
+// A recorded sequence of kernel launches that the device replays as one unit
+// (a CUDA graph): one submission instead of one per kernel. Launch i may get
+// new arguments (buffers swapped between replays) before a replay; only the
+// launches that changed are patched. Made by Device::NewGraph. Not
+// thread-safe (one user, e.g. one JIT capture, at a time).
+class GraphExecutor {
+ public:
+  virtual ~GraphExecutor() = default;
+  // Replaces the arguments of launch `i` (same program and dims).
+  virtual absl::Status Update(size_t i, const std::vector<void*>& bufs,
+                              const std::vector<int64_t>& vars) = 0;
+  // Runs every launch in order; waits when `wait` (time into *seconds).
+  virtual absl::Status Run(bool wait, double* seconds) = 0;
+  virtual size_t size() const = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -170,6 +194,13 @@ class Device {
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
   // Number of parallel workers (CPU threads); 1 for others.
   virtual int workers() const { return 1; }
+  // Devices that can replay a launch sequence as one unit return a
+  // GraphExecutor for `launches` (in order); others UnimplementedError.
+  virtual absl::StatusOr<std::unique_ptr<GraphExecutor>> NewGraph(
+      const std::vector<GraphLaunch>& launches) {
+    (void)launches;
+    return absl::UnimplementedError(name_ + " does not replay launch graphs");
+  }
 
   absl::StatusOr<BufferRef> NewBuffer(size_t nbytes) {
     return std::make_shared<Buffer>(this, nbytes);

@@ -188,7 +188,7 @@ TEST(BufferTest, CopyInOutAndSizeErrors) {
 
 TEST(RegistryTest, CaseInsensitiveLazyAndNotFound) {
   std::unique_ptr<DeviceRegistry> reg = DeviceRegistry::WithDefaults();
-  EXPECT_EQ(reg->Names(), (std::vector<std::string>{"CPU", "INTERP"}));
+  EXPECT_EQ(reg->Names(), (std::vector<std::string>{"CPU", "CUDA", "INTERP", "OPENCL"}));
   absl::StatusOr<Device*> a = reg->Get("cpu");
   absl::StatusOr<Device*> b = reg->Get("CPU");
   ASSERT_TRUE(a.ok()) << a.status();

@@ -44,6 +44,20 @@ bool IsPureReshape(const ShapeTracker& st) {
   return st.views().size() == 1 && st.view().contiguous();
 }
 
+// Elements a view reads (the unmasked part of its top view).
+int64_t Reads(const ShapeTracker& st) {
+  const View& v = st.view();
+  int64_t n = 1;
+  for (size_t i = 0; i < v.ndim(); ++i)
+    n *= v.mask() ? (*v.mask())[i].second - (*v.mask())[i].first : v.shape()[i];
+  return n;
+}
+
+// An op that costs work to recompute (not a buffer, constant or view).
+bool IsComputed(const UOp& u) {
+  return IsAlu(u.op()) || u.op() == Op::kCast || u.op() == Op::kBitcast;
+}
+
 // A realized leaf needs no kernel of its own.
 bool IsLeaf(const UOp& u) { return u.op() == Op::kBuffer || u.op() == Op::kConst; }
 
@@ -100,6 +114,10 @@ class RealizePlanner {
       if (u->op() == Op::kView) {
         const UOp* s = u->src(0).get();
         if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*StOf(*u))) realize(s);
+        // A computed value read several times through a view (expand,
+        // sliding windows) is computed once instead of once per read.
+        if (!Realized(s) && IsComputed(*s) && Reads(*StOf(*u)) > kiln::Prod(shapes_->Of(s->ref())))
+          realize(s);
       }
       if (!Realized(u) && !Local(u).empty() && users_[u] > 1) realize(u);
       if (changed) return true;  // recompute groups after each change

@@ -3,7 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/uop/pattern.h"
 #include "engine/uop/symbolic.h"
+
+#include <unordered_map>
 
 namespace kiln {
 
@@ -86,7 +89,30 @@ ShapeTracker ShapeTracker::Compose(const ShapeTracker& top) const {
 }
 
 std::pair<UOpRef, UOpRef> ShapeTracker::ToIndex(const UOpList& idxs) const {
-  auto [idx, valid] = views_.back().ToIndex(idxs);
+  // Inside a view's mask each index lies in [lo, hi). The address is built
+  // from placeholder variables with exactly those bounds (so the div / mod of
+  // padded or shrunk offsets fold away), and the placeholders are replaced by
+  // the real index expressions at the end. Outside the mask the address is
+  // never used: loads and stores there are gated by the validity, which is
+  // false wherever a placeholder would differ from its real value.
+  std::unordered_map<const UOp*, UOpRef> back;
+  UOpList keep;
+  auto bounded = [&](const View& v, const UOpList& in) {
+    if (!v.mask()) return in;
+    UOpList out = in;
+    for (size_t d = 0; d < in.size(); ++d) {
+      auto [lo, hi] = (*v.mask())[d];
+      if (lo >= hi || in[d]->IsConst() || (in[d]->vmin() >= lo && in[d]->vmax() < hi)) continue;
+      UOpRef p = UOp::Variable(absl::StrCat("_m", back.size()), lo, hi - 1, in[d]->dtype());
+      back[p.get()] = in[d];
+      keep.push_back(p);
+      out[d] = p;
+    }
+    return out;
+  };
+  const View& top = views_.back();
+  UOpRef idx = top.ToIndex(bounded(top, idxs)).first;
+  UOpRef valid = top.ToIndex(idxs).second;
   for (size_t k = views_.size() - 1; k-- > 0;) {
     const View& v = views_[k];
     UOpList sub(v.ndim());
@@ -97,11 +123,23 @@ std::pair<UOpRef, UOpRef> ShapeTracker::ToIndex(const UOpList& idxs) const {
       sub[d] = d == 0 ? e : e % v.shape()[d];
       acc *= v.shape()[d];
     }
-    auto [i2, v2] = v.ToIndex(sub);
-    idx = i2;
+    for (UOpRef& e : sub) e = kiln::Simplify(e);
+    UOpRef v2 = v.ToIndex(sub).second;
+    idx = v.ToIndex(bounded(v, sub)).first;
     valid = LogicalAnd(valid, v2);
   }
-  return {kiln::Simplify(idx), kiln::Simplify(valid)};
+  idx = kiln::Simplify(idx);
+  valid = kiln::Simplify(valid);
+  if (!back.empty()) {
+    // Placeholders may stand for expressions of other placeholders.
+    for (size_t round = 0; round < back.size(); ++round) {
+      idx = Substitute(idx, back);
+      valid = Substitute(valid, back);
+    }
+    idx = kiln::Simplify(idx);
+    valid = kiln::Simplify(valid);
+  }
+  return {idx, valid};
 }
 
 std::pair<UOpRef, UOpRef> ShapeTracker::ToIndexVars() const {

@@ -296,11 +296,27 @@ Tensor Tensor::Neg() const {
   if (dtype().IsBool()) return LogicalNot();
   return Elementwise(Op::kNeg, {*this}, dtype());
 }
-Tensor Tensor::Exp2() const { return Elementwise(Op::kExp2, {*this}, FloatType(dtype())); }
-Tensor Tensor::Log2() const { return Elementwise(Op::kLog2, {*this}, FloatType(dtype())); }
-Tensor Tensor::Sqrt() const { return Elementwise(Op::kSqrt, {*this}, FloatType(dtype())); }
-Tensor Tensor::Sin() const { return Elementwise(Op::kSin, {*this}, FloatType(dtype())); }
-Tensor Tensor::Reciprocal() const { return Elementwise(Op::kRecip, {*this}, FloatType(dtype())); }
+// Float-valued primitives cast integer inputs to their float type first.
+Tensor Tensor::Exp2() const {
+  Tensor x = Cast(FloatType(dtype()));
+  return x.Elementwise(Op::kExp2, {x}, x.dtype());
+}
+Tensor Tensor::Log2() const {
+  Tensor x = Cast(FloatType(dtype()));
+  return x.Elementwise(Op::kLog2, {x}, x.dtype());
+}
+Tensor Tensor::Sqrt() const {
+  Tensor x = Cast(FloatType(dtype()));
+  return x.Elementwise(Op::kSqrt, {x}, x.dtype());
+}
+Tensor Tensor::Sin() const {
+  Tensor x = Cast(FloatType(dtype()));
+  return x.Elementwise(Op::kSin, {x}, x.dtype());
+}
+Tensor Tensor::Reciprocal() const {
+  Tensor x = Cast(FloatType(dtype()));
+  return x.Elementwise(Op::kRecip, {x}, x.dtype());
+}
 Tensor Tensor::Trunc() const {
   if (!dtype().IsFloat()) return *this;
   return Elementwise(Op::kTrunc, {*this}, dtype());

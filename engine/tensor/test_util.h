@@ -2,6 +2,7 @@
 #ifndef KILN_ENGINE_TENSOR_TEST_UTIL_H_
 #define KILN_ENGINE_TENSOR_TEST_UTIL_H_
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,47 @@ inline Engine* TestEngine() {
   static DeviceRegistry* reg = DeviceRegistry::WithDefaults().release();
   static Engine* e = new Engine(reg);
   return e;
+}
+
+// Whether `device` can be created here (GPU devices need a driver / ICD).
+inline bool DeviceAvailable(const std::string& device) {
+  return TestEngine()->GetDevice(device).ok();
+}
+
+// The devices op test suites run on: CPU and INTERP, plus OPENCL and CUDA
+// where they can be created. KILN_TEST_DEVICES (comma separated, e.g.
+// "CUDA,INTERP") replaces the list. Opt in with
+//   INSTANTIATE_TEST_SUITE_P(Devices, MyTest, ::testing::ValuesIn(TestDevices()),
+//                            DeviceParamName);
+inline std::vector<std::string> TestDevices() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("KILN_TEST_DEVICES"); env != nullptr && *env != '\0') {
+    std::string s = env;
+    for (size_t pos = 0; pos <= s.size();) {
+      size_t comma = s.find(',', pos);
+      if (comma == std::string::npos) comma = s.size();
+      if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    return out;
+  }
+  out = {"CPU", "INTERP"};
+  for (const char* gpu : {"OPENCL", "CUDA"})
+    if (DeviceAvailable(gpu)) out.push_back(gpu);
+  return out;
+}
+
+// The GPU devices available here (possibly none).
+inline std::vector<std::string> GpuTestDevices() {
+  std::vector<std::string> out;
+  for (const std::string& d : TestDevices())
+    if (d == "OPENCL" || d == "CUDA") out.push_back(d);
+  return out;
+}
+
+// Names parameterized tests by device ("Devices/MyTest.Op/CUDA").
+inline std::string DeviceParamName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
 }
 
 // Values of t as doubles; fails the test on error.

@@ -1,0 +1,257 @@
+#include "clients/run/run_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/base/status.h"
+#include "engine/jit/jit.h"
+#include "engine/onnx/model.h"
+#include "engine/onnx/npy.h"
+#include "engine/runtime/device.h"
+
+namespace kiln {
+namespace {
+
+constexpr const char* kUsage = R"(usage: kiln run --model PATH.onnx [options]
+
+Loads an ONNX model into kiln's engine, runs it and reports the result.
+
+options:
+  --model PATH          the .onnx file (required)
+  --input NAME=FILE     an input as a NumPy .npy file (repeatable)
+  --shape NAME=DIMS     shape of a random input, e.g. x=1x3x640x640 (repeatable);
+                        inputs without --input get random values (uniform [0,1)
+                        for floats, zeros for integers) of this shape, or of the
+                        model's declared shape when it has no dynamic dims
+  --output-dir DIR      write each output as DIR/NAME.npy
+  --device NAME         engine device: CPU (default) or INTERP
+  --repeat N            run N times through the JIT (call 1 plain, 2 captures,
+                        3+ replay) and report the median latency (default 1)
+  --seed S              seed of the random inputs (default 0)
+  -h, --help            this text
+
+DEBUG=2 prints one line per kernel run (time, GFLOP/s, GB/s).
+)";
+
+struct Options {
+  std::string model;
+  std::map<std::string, std::string> inputs;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::string output_dir;
+  std::string device = "CPU";
+  int repeat = 1;
+  uint64_t seed = 0;
+};
+
+absl::StatusOr<Options> Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> absl::StatusOr<std::string> {
+      size_t eq = a.find('=');
+      if (a.rfind("--", 0) == 0 && eq != std::string::npos) return a.substr(eq + 1);
+      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
+      return std::string(argv[++i]);
+    };
+    std::string flag = a.substr(0, a.find('='));
+    if (flag == "-h" || flag == "--help") return absl::CancelledError("help");
+    if (flag == "--model") {
+      ASSIGN_OR_RETURN(o.model, value());
+    } else if (flag == "--input" || flag == "--shape") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return absl::InvalidArgumentError(absl::StrCat(flag, " wants NAME=VALUE, got '", v, "'"));
+      std::string name = v.substr(0, eq), rest = v.substr(eq + 1);
+      if (flag == "--input") {
+        o.inputs[name] = rest;
+      } else {
+        std::vector<int64_t> dims;
+        for (absl::string_view d : absl::StrSplit(rest, 'x')) {
+          int64_t x;
+          if (!absl::SimpleAtoi(d, &x) || x < 0)
+            return absl::InvalidArgumentError(absl::StrCat("bad shape '", rest, "' (use 1x3x64x64)"));
+          dims.push_back(x);
+        }
+        o.shapes[name] = dims;
+      }
+    } else if (flag == "--output-dir") {
+      ASSIGN_OR_RETURN(o.output_dir, value());
+    } else if (flag == "--device") {
+      ASSIGN_OR_RETURN(o.device, value());
+    } else if (flag == "--repeat" || flag == "--seed") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      int64_t x;
+      if (!absl::SimpleAtoi(v, &x) || x < (flag == "--repeat" ? 1 : 0))
+        return absl::InvalidArgumentError(absl::StrCat("bad value for ", flag, ": ", v));
+      if (flag == "--repeat") o.repeat = static_cast<int>(x);
+      else o.seed = static_cast<uint64_t>(x);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", a, "'"));
+    }
+  }
+  if (o.model.empty()) return absl::InvalidArgumentError("--model is required");
+  return o;
+}
+
+std::string Dims(const std::vector<int64_t>& d) { return "[" + absl::StrJoin(d, ",") + "]"; }
+
+absl::StatusOr<std::vector<Tensor>> MakeInputs(const Options& o, const OnnxModel& m, Engine* e) {
+  std::vector<Tensor> out;
+  for (const auto& [name, _] : o.inputs) {
+    bool known = false;
+    for (const ValueInfo& vi : m.inputs()) known |= vi.name == name;
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("the model has no input '", name, "'"));
+  }
+  for (const auto& [name, _] : o.shapes) {
+    bool known = false;
+    for (const ValueInfo& vi : m.inputs()) known |= vi.name == name;
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("the model has no input '", name, "'"));
+  }
+  uint64_t seed = o.seed;
+  for (const ValueInfo& vi : m.inputs()) {
+    auto file = o.inputs.find(vi.name);
+    if (file != o.inputs.end()) {
+      ASSIGN_OR_RETURN(HostTensor h, ReadNpy(file->second));
+      if (h.dtype != vi.dtype)
+        return absl::InvalidArgumentError(absl::StrCat("input '", vi.name, "' is ", vi.dtype.Name(),
+                                                       " but ", file->second, " holds ", h.dtype.Name()));
+      out.push_back(h.ToTensor(e, o.device));
+      continue;
+    }
+    std::vector<int64_t> dims = vi.dims;
+    auto s = o.shapes.find(vi.name);
+    if (s != o.shapes.end()) {
+      dims = s->second;
+    } else if (!vi.rank_known || std::find(dims.begin(), dims.end(), -1) != dims.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", vi.name, "' has dynamic shape ", Dims(vi.dims), ": give --input ", vi.name,
+          "=FILE.npy or --shape ", vi.name, "=DIMS"));
+    }
+    Tensor t = vi.dtype.IsFloat() ? Tensor::Rand(e, dims, seed++, vi.dtype, o.device)
+                                  : Tensor::Zeros(e, dims, vi.dtype, o.device);
+    out.push_back(t);
+  }
+  return out;
+}
+
+void PrintStats(const std::string& name, Tensor t) {
+  auto v = t.ToDoubles();
+  std::printf("output %s: shape %s dtype %s", name.c_str(), Dims(t.shape()).c_str(),
+              t.dtype().Name().c_str());
+  if (!v.ok() || v->empty()) {
+    std::printf("\n");
+    return;
+  }
+  double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
+  int64_t nans = 0;
+  for (double x : *v) {
+    if (std::isnan(x)) {
+      ++nans;
+      continue;
+    }
+    mn = std::min(mn, x);
+    mx = std::max(mx, x);
+    sum += x;
+    sq += x * x;
+  }
+  double n = static_cast<double>(v->size() - nans);
+  double mean = n > 0 ? sum / n : NAN;
+  double sd = n > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) : NAN;
+  std::printf(" min %.6g max %.6g mean %.6g std %.6g", mn, mx, mean, sd);
+  if (nans) std::printf(" nan %lld", static_cast<long long>(nans));
+  std::printf("\n");
+}
+
+std::string FileName(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  return s.empty() ? "output" : s;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "kiln run: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  auto opts = Parse(argc, argv);
+  if (!opts.ok()) {
+    if (absl::IsCancelled(opts.status())) {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    std::fprintf(stderr, "kiln run: %s\n\n%s", std::string(opts.status().message()).c_str(), kUsage);
+    return 2;
+  }
+  const Options& o = *opts;
+  std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::WithDefaults();
+  Engine engine(registry.get());
+  auto t0 = std::chrono::steady_clock::now();
+  auto model = OnnxModel::Load(o.model, &engine, o.device);
+  if (!model.ok()) return Fail(model.status());
+  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("model %s: %zu input(s), %zu output(s), loaded in %.1f ms\n", o.model.c_str(),
+              (*model)->inputs().size(), (*model)->outputs().size(), load_ms);
+  auto inputs = MakeInputs(o, **model, &engine);
+  if (!inputs.ok()) return Fail(inputs.status());
+  for (size_t i = 0; i < inputs->size(); ++i)
+    std::printf("input %s: shape %s dtype %s\n", (*model)->inputs()[i].name.c_str(),
+                Dims((*inputs)[i].shape()).c_str(), (*inputs)[i].dtype().Name().c_str());
+
+  const OnnxModel* m = model->get();
+  Jit jit([m](const std::vector<Tensor>& in) { return m->Run(in); });
+  std::vector<double> times;
+  std::vector<Tensor> outs;
+  EngineStats before = engine.stats();
+  EngineStats first;
+  for (int r = 0; r < o.repeat; ++r) {
+    auto s = std::chrono::steady_clock::now();
+    auto res = jit(*inputs);
+    if (!res.ok()) return Fail(res.status());
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    outs = std::move(*res);
+    if (r == 0) first = engine.stats();
+  }
+  for (size_t i = 0; i < outs.size(); ++i) PrintStats((*model)->outputs()[i].name, outs[i]);
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  std::printf("latency: first %.3f ms (incl. %llu kernel compiles, %.1f ms of compiling), median of %d: %.3f ms\n",
+              times[0], static_cast<unsigned long long>(first.kernels_compiled - before.kernels_compiled),
+              (first.compile_seconds - before.compile_seconds) * 1e3, o.repeat, median);
+  std::printf("kernels: %llu per run, estimated %.4g GFLOP and %.4g MB per run",
+              static_cast<unsigned long long>(first.kernels_run - before.kernels_run),
+              (first.flops_run - before.flops_run) * 1e-9, (first.bytes_run - before.bytes_run) * 1e-6);
+  if (median > 0 && o.repeat > 2)
+    std::printf(" (%.2f GFLOP/s achieved)", (first.flops_run - before.flops_run) * 1e-9 / (median * 1e-3));
+  std::printf("\n");
+  if (!o.output_dir.empty()) {
+    mkdir(o.output_dir.c_str(), 0755);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto h = ReadBack(outs[i]);
+      if (!h.ok()) return Fail(h.status());
+      std::string path = o.output_dir + "/" + FileName((*model)->outputs()[i].name) + ".npy";
+      absl::Status s = WriteNpy(path, *h);
+      if (!s.ok()) return Fail(s);
+      std::printf("wrote %s\n", path.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,115 @@
+// Hand-coded optimizations for GPU renderers (RendererOptions::gpu):
+//   1. reduce kernels with inputs broadcast along output axes (matmul,
+//      conv): a 4x4 register tile per thread (UPCAST 4 on two such axes),
+//      while enough threads remain to fill the card;
+//   2. the innermost reduce loop unrolled by 4;
+//   3. blocks: LOCAL on the innermost output axis (the one the store is
+//      contiguous along), up to preferred_local_threads threads; a size with
+//      no good power-of-two divisor is padded up to a multiple of the block
+//      (the padded threads are masked: a bounds guard); what is left of the
+//      block goes to the next output axis (2-D blocks, 16x16 for tiles).
+// No vector upcasts: GPU kernels are scalar per thread.
+#include <algorithm>
+
+#include "engine/codegen/kernel.h"
+
+namespace kiln {
+namespace {
+
+// Largest power of two <= limit dividing n (1 if none).
+int64_t Pow2Divisor(int64_t n, int64_t limit) {
+  int64_t best = 1;
+  for (int64_t d = 2; d <= limit; d *= 2)
+    if (n % d == 0) best = d;
+  return best;
+}
+
+}  // namespace
+
+void Kernel::GpuOptimizations() {
+  const UOp* store = ast_->src(0).get();
+  auto global_threads = [&] {
+    int64_t t = 1;
+    for (int i = 0; i < first_local(); ++i) t *= full_shape_[i];
+    return t;
+  };
+  // Inputs read along `axis` with stride 0 (one load serves the whole axis).
+  auto broadcast_along = [&](int axis) {
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m != store && Strides(m, &st) && st[axis] == 0 && full_shape_[axis] > 1) return true;
+    }
+    return false;
+  };
+  // The axis the output is contiguous along (else the innermost non-unit one).
+  int inner = -1;
+  std::vector<int64_t> out_strides;
+  if (Strides(store, &out_strides)) {
+    for (int i = first_local() - 1; i >= 0; --i)
+      if (out_strides[i] == 1 && full_shape_[i] > 1) {
+        inner = i;
+        break;
+      }
+  }
+  if (inner < 0)
+    for (int i = first_local() - 1; i >= 0; --i)
+      if (full_shape_[i] > 1) {
+        inner = i;
+        break;
+      }
+
+  int tiled = 0;
+  if (reduce_) {
+    // 1. Register tiles, innermost axes first.
+    std::vector<int> axes;
+    if (inner >= 0) axes.push_back(inner);
+    for (int i = first_local() - 1; i >= 0; --i)
+      if (i != inner) axes.push_back(i);
+    for (int i : axes) {
+      if (tiled == 2) break;
+      if (!broadcast_along(i) || full_shape_[i] % 4 != 0) continue;
+      if (global_threads() / 4 < 16384) break;  // keep enough threads to fill the GPU
+      if (ApplyOpt({OptOp::kUpcast, i, 4}).ok()) ++tiled;
+    }
+    // 2. Unroll the innermost reduce loop.
+    int last_reduce = first_upcast() - 1;
+    if (last_reduce >= first_reduce_ && full_shape_[last_reduce] >= 16 &&
+        full_shape_[last_reduce] % 4 == 0)
+      (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, 4});
+  }
+  if (inner < 0) return;
+
+  // 3. Blocks.
+  const int64_t target = std::min(opts_.preferred_local_threads, opts_.max_local_threads);
+  int64_t n = full_shape_[inner];
+  int64_t first_cap = tiled == 2 ? 16 : target;
+  int64_t l;
+  if (n <= first_cap) {
+    l = n;
+  } else {
+    l = Pow2Divisor(n, first_cap);
+    if (l < 32 && first_cap >= 32) {
+      // No good divisor: pad the axis to a multiple of the block (guarded).
+      int64_t padded = (n + first_cap - 1) / first_cap * first_cap;
+      if (PadGlobal(inner, padded).ok()) l = first_cap;
+    }
+  }
+  // The second block axis: the next non-unit global axis outward.
+  int outer = -1;
+  for (int i = inner - 1; i >= 0; --i)
+    if (full_shape_[i] > 1) {
+      outer = i;
+      break;
+    }
+  int64_t l2 = 1;
+  if (outer >= 0 && l < target) {
+    int64_t room = target / l;
+    int64_t m = full_shape_[outer];
+    l2 = m <= room ? m : Pow2Divisor(m, room);
+  }
+  // The outer block axis first, so the inner one becomes lidx0 (x).
+  if (l2 > 1) (void)ApplyOpt({OptOp::kLocal, outer, l2});
+  if (l > 1) (void)ApplyOpt({OptOp::kLocal, inner, l});
+}
+
+}  // namespace kiln

@@ -1,0 +1,93 @@
+// GraphBuilder: turns ONNX nodes into lazy Tensor ops, one node at a time.
+//
+// Values live in Scopes (name -> OnnxValue); a subgraph (If / Loop / Scan
+// body) runs in a child scope that sees its parent's values. Each node is
+// dispatched on its op type and its domain's opset version through the
+// OpRegistry; nodes whose inputs are all small host values are constant-
+// folded on the host. Every error names the node and its op type:
+//   node 'conv1' (Conv): ...
+// Not thread-safe: one builder per graph build.
+#ifndef KILN_ENGINE_ONNX_GRAPH_BUILDER_H_
+#define KILN_ENGINE_ONNX_GRAPH_BUILDER_H_
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/onnx/op_context.h"
+#include "engine/onnx/op_registry.h"
+
+namespace onnx {
+class FunctionProto;
+}  // namespace onnx
+
+namespace kiln {
+
+// Opset version per domain ("" is ai.onnx).
+using OpsetMap = std::map<std::string, int64_t>;
+
+// Largest host value (in elements) kept next to an uploaded constant, and
+// the largest input / output of a constant-folded node.
+inline constexpr int64_t kHostKeepLimit = 4096;
+
+class Scope {
+ public:
+  explicit Scope(const Scope* parent = nullptr) : parent_(parent) {}
+  // The value named `name` here or in an enclosing scope; null if unknown.
+  const OnnxValue* Find(const std::string& name) const;
+  bool HasLocal(const std::string& name) const { return values_.count(name) > 0; }
+  void Set(const std::string& name, OnnxValue v) { values_[name] = std::move(v); }
+
+ private:
+  const Scope* parent_;
+  std::unordered_map<std::string, OnnxValue> values_;
+};
+
+class GraphBuilder {
+ public:
+  struct Options {
+    Engine* engine = nullptr;
+    std::string device = "CPU";
+    OpsetMap opsets;
+    // Model-local functions by "domain:name".
+    std::map<std::string, const onnx::FunctionProto*> functions;
+    const OpRegistry* registry = nullptr;  // null: StandardOps()
+  };
+  explicit GraphBuilder(Options options);
+
+  Engine* engine() const { return options_.engine; }
+  const std::string& device() const { return options_.device; }
+  // The imported version of `domain` ("" / "ai.onnx" alike); -1 when absent.
+  int64_t Opset(const std::string& domain) const;
+
+  absl::Status RunNode(const onnx::NodeProto& node, Scope* scope);
+  // Runs a subgraph with its inputs bound to `inputs`, in a child scope of
+  // `outer`; returns its outputs in order.
+  absl::StatusOr<std::vector<OnnxValue>> RunSubgraph(const onnx::GraphProto& graph,
+                                                     const std::vector<OnnxValue>& inputs,
+                                                     const Scope* outer);
+  // The scope of the node being built (for control-flow handlers).
+  const Scope* current_scope() const { return current_; }
+
+ private:
+  absl::Status Dispatch(const onnx::NodeProto& node, Scope* scope);
+  absl::Status RunFunction(const onnx::NodeProto& node, const onnx::FunctionProto& f,
+                           Scope* scope);
+
+  Options options_;
+  const Scope* current_ = nullptr;
+  int depth_ = 0;
+};
+
+// "node 'name' (OpType)" (the first output names unnamed nodes).
+std::string NodeLabel(const onnx::NodeProto& node);
+
+// A constant as a value: uploaded to `device`, plus a host copy when it has
+// at most kHostKeepLimit elements.
+OnnxValue ConstantValue(HostTensor h, Engine* e, const std::string& device);
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_ONNX_GRAPH_BUILDER_H_

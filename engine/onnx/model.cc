@@ -1,0 +1,232 @@
+#include "engine/onnx/model.h"
+
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status.h"
+#include "engine/onnx/onnx/onnx.pb.h"
+#include "engine/onnx/ops_common.h"
+#include "engine/onnx/tensor_proto.h"
+
+namespace kiln {
+namespace {
+
+ValueInfo InfoFromProto(const onnx::ValueInfoProto& p) {
+  ValueInfo info;
+  info.name = p.name();
+  const onnx::TypeProto* type = &p.type();
+  if (type->has_optional_type()) {
+    info.is_optional = true;
+    type = &type->optional_type().elem_type();
+  }
+  if (type->has_sequence_type()) {
+    info.is_sequence = true;
+    type = &type->sequence_type().elem_type();
+  }
+  if (!type->has_tensor_type()) {
+    info.dtype = dtypes::kVoid;
+    info.rank_known = false;
+    return info;
+  }
+  const auto& tt = type->tensor_type();
+  info.dtype = DTypeFromOnnx(tt.elem_type()).value_or(dtypes::kVoid);
+  if (!tt.has_shape()) {
+    info.rank_known = false;
+    return info;
+  }
+  for (const auto& d : tt.shape().dim()) {
+    info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    info.dim_params.push_back(d.has_dim_param() ? d.dim_param() : "");
+  }
+  return info;
+}
+
+std::string DimsStr(const std::vector<int64_t>& dims) {
+  std::vector<std::string> parts;
+  for (int64_t d : dims) parts.push_back(d < 0 ? "?" : absl::StrCat(d));
+  return absl::StrCat("(", absl::StrJoin(parts, ","), ")");
+}
+
+// Dense value of a sparse initializer.
+absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
+                                           const std::string& base_dir) {
+  ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
+  ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
+  Shape shape(sp.dims().begin(), sp.dims().end());
+  HostTensor dense(values.dtype, shape);
+  int64_t nnz = values.numel(), total = dense.numel();
+  std::vector<int64_t> idx = indices.Int64s();
+  bool linear = indices.ndim() == 1;
+  if ((linear && indices.numel() != nnz) ||
+      (!linear && (indices.ndim() != 2 || indices.shape[0] != nnz ||
+                   indices.shape[1] != static_cast<int64_t>(shape.size()))))
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse initializer '", sp.values().name(), "': bad indices shape"));
+  int item = values.dtype.ItemSize();
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t flat = 0;
+    if (linear) {
+      flat = idx[k];
+    } else {
+      for (size_t d = 0; d < shape.size(); ++d) {
+        int64_t i = idx[k * shape.size() + d];
+        if (i < 0 || i >= shape[d]) flat = -1;
+        if (flat >= 0) flat = flat * shape[d] + i;
+      }
+    }
+    if (flat < 0 || flat >= total)
+      return absl::InvalidArgumentError(
+          absl::StrCat("sparse initializer '", sp.values().name(), "': index out of range"));
+    std::memcpy(dense.data.data() + flat * item, values.data.data() + k * item, item);
+  }
+  return dense;
+}
+
+}  // namespace
+
+OnnxModel::~OnnxModel() = default;
+
+absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path,
+                                                          Engine* engine,
+                                                          const std::string& device) {
+  auto bytes = ReadFileToString(path);
+  if (!bytes.ok()) return bytes.status();
+  std::string dir;
+  size_t slash = path.rfind('/');
+  if (slash != std::string::npos) dir = path.substr(0, slash);
+  auto m = LoadFromBytes(*bytes, engine, device, dir);
+  if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::LoadFromBytes(const std::string& bytes,
+                                                                   Engine* engine,
+                                                                   const std::string& device,
+                                                                   const std::string& base_dir) {
+  if (engine == nullptr) return absl::InvalidArgumentError("OnnxModel: no engine");
+  std::unique_ptr<OnnxModel> m(new OnnxModel());
+  m->engine_ = engine;
+  m->device_ = device;
+  m->proto_ = std::make_unique<onnx::ModelProto>();
+  if (!m->proto_->ParseFromString(bytes))
+    return absl::InvalidArgumentError("not a valid ONNX model (ModelProto parse failed)");
+  RETURN_IF_ERROR(engine->GetDevice(device).status());
+  RETURN_IF_ERROR(m->Init(base_dir));
+  return m;
+}
+
+absl::Status OnnxModel::Init(const std::string& base_dir) {
+  const onnx::ModelProto& mp = *proto_;
+  ir_version_ = mp.ir_version();
+  if (!mp.has_graph()) return absl::InvalidArgumentError("the model has no graph");
+  for (const auto& o : mp.opset_import()) {
+    std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+    opsets_[domain] = o.version();
+  }
+  // IR version 2 models had no opset_import: they use ai.onnx version 1.
+  if (mp.opset_import_size() == 0) opsets_[""] = 1;
+  for (const onnx::FunctionProto& f : mp.functions())
+    functions_[absl::StrCat(f.domain(), ":", f.name())] = &f;
+
+  const onnx::GraphProto& g = mp.graph();
+  std::set<std::string> init_names;
+  for (const onnx::TensorProto& t : g.initializer()) {
+    auto h = HostTensorFromProto(t, base_dir);
+    if (!h.ok())
+      return absl::Status(h.status().code(),
+                          absl::StrCat("initializer '", t.name(), "': ", h.status().message()));
+    weights_.Set(t.name(), ConstantValue(std::move(*h), engine_, device_));
+    init_names.insert(t.name());
+  }
+  for (const onnx::SparseTensorProto& sp : g.sparse_initializer()) {
+    ASSIGN_OR_RETURN(HostTensor h, DenseFromSparse(sp, base_dir));
+    weights_.Set(sp.values().name(), ConstantValue(std::move(h), engine_, device_));
+    init_names.insert(sp.values().name());
+  }
+  for (const onnx::ValueInfoProto& in : g.input())
+    if (!init_names.count(in.name())) inputs_.push_back(InfoFromProto(in));
+  for (const onnx::ValueInfoProto& out : g.output()) outputs_.push_back(InfoFromProto(out));
+
+  // Weights held in Constant nodes are decoded and uploaded once, here.
+  int64_t opset = opsets_.count("") ? opsets_.at("") : -1;
+  for (const onnx::NodeProto& node : g.node()) {
+    if (node.op_type() != "Constant" || !(node.domain().empty() || node.domain() == "ai.onnx") ||
+        node.output_size() != 1)
+      continue;
+    auto h = ConstantNodeValue(node, static_cast<int>(opset), base_dir);
+    if (!h.ok())
+      return absl::Status(h.status().code(),
+                          absl::StrCat(NodeLabel(node), ": ", h.status().message()));
+    weights_.Set(node.output(0), ConstantValue(std::move(*h), engine_, device_));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
+    const std::vector<OnnxValue>& inputs) const {
+  if (inputs.size() != inputs_.size())
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", inputs_.size(),
+                                                   " inputs, got ", inputs.size()));
+  Scope scope(&weights_);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& info = inputs_[i];
+    const OnnxValue& v = inputs[i];
+    if (v.is_tensor() && !info.is_sequence && !info.is_optional) {
+      std::string what = absl::StrCat("input '", info.name, "'");
+      if (v.tensor && !v.tensor->ok())
+        return absl::InvalidArgumentError(absl::StrCat(what, ": ", v.tensor->status().message()));
+      if (info.dtype != dtypes::kVoid && v.dtype() != info.dtype)
+        return absl::InvalidArgumentError(absl::StrCat(what, " must be ", info.dtype.Name(),
+                                                       ", got ", v.dtype().Name()));
+      Shape s = v.shape();
+      bool ok = !info.rank_known || s.size() == info.dims.size();
+      for (size_t d = 0; ok && info.rank_known && d < s.size(); ++d)
+        ok = info.dims[d] < 0 || info.dims[d] == s[d];
+      if (!ok)
+        return absl::InvalidArgumentError(absl::StrCat(what, " must have shape ",
+                                                       DimsStr(info.dims), ", got ",
+                                                       DimsStr(s)));
+    }
+    scope.Set(info.name, v);
+  }
+  GraphBuilder::Options opts;
+  opts.engine = engine_;
+  opts.device = device_;
+  opts.opsets = opsets_;
+  opts.functions = functions_;
+  GraphBuilder builder(opts);
+  for (const onnx::NodeProto& node : proto_->graph().node()) {
+    if (node.op_type() == "Constant" && node.output_size() == 1 &&
+        weights_.HasLocal(node.output(0)))
+      continue;
+    RETURN_IF_ERROR(builder.RunNode(node, &scope));
+  }
+  std::vector<OnnxValue> outs;
+  for (const ValueInfo& o : outputs_) {
+    const OnnxValue* v = scope.Find(o.name);
+    if (v == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("graph output '", o.name,
+                                                     "' is never produced"));
+    outs.push_back(*v);
+  }
+  return outs;
+}
+
+absl::StatusOr<std::vector<Tensor>> OnnxModel::Run(const std::vector<Tensor>& inputs) const {
+  std::vector<OnnxValue> vals;
+  for (const Tensor& t : inputs) vals.push_back(OnnxValue::FromTensor(t));
+  ASSIGN_OR_RETURN(std::vector<OnnxValue> outs, RunValues(vals));
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const OnnxValue& v = outs[i];
+    if (!v.is_tensor())
+      return absl::UnimplementedError(absl::StrCat("graph output '", outputs_[i].name,
+                                                   "' is not a tensor (sequence / optional)"));
+    result.push_back(v.tensor ? *v.tensor : v.host->ToTensor(engine_, device_));
+  }
+  return result;
+}
+
+}  // namespace kiln

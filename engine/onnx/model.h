@@ -1,0 +1,83 @@
+// OnnxModel: an ONNX model loaded for kiln's lazy Tensor engine.
+//
+//   ASSIGN_OR_RETURN(auto model, OnnxModel::Load("model.onnx", &engine, "CPU"));
+//   for (const ValueInfo& in : model->inputs()) ...   // name, dtype, dims (-1 dynamic)
+//   ASSIGN_OR_RETURN(std::vector<Tensor> outs, model->Run({x}));
+//   Tensor::RealizeAll({&outs[0], ...});
+//
+// Load parses the ModelProto, checks the opsets, decodes every initializer
+// and top-level Constant node (PaddleOCR keeps all weights in Constant
+// nodes) and uploads them to the device once. Run builds the lazy graph of
+// the model for the given input tensors and returns the output tensors
+// unrealized; shape arithmetic is folded on the host at build time.
+//
+// Thread safety: after Load, Run may be called from several threads at once.
+#ifndef KILN_ENGINE_ONNX_MODEL_H_
+#define KILN_ENGINE_ONNX_MODEL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/onnx/graph_builder.h"
+#include "engine/tensor/tensor.h"
+
+namespace onnx {
+class ModelProto;
+}  // namespace onnx
+
+namespace kiln {
+
+struct ValueInfo {
+  std::string name;
+  DType dtype = dtypes::kFloat32;
+  // -1 for a dynamic dimension (dim_param or no value); empty with
+  // rank_known == false when the graph declares no shape at all.
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_params;  // the symbolic names ("" if none)
+  bool rank_known = true;
+  bool is_sequence = false;  // a sequence of tensors of `dtype`
+  bool is_optional = false;  // an optional tensor / sequence
+};
+
+class OnnxModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OnnxModel>> Load(const std::string& path, Engine* engine,
+                                                         const std::string& device = "CPU");
+  // `base_dir` is where external data files are looked up.
+  static absl::StatusOr<std::unique_ptr<OnnxModel>> LoadFromBytes(
+      const std::string& bytes, Engine* engine, const std::string& device = "CPU",
+      const std::string& base_dir = "");
+  ~OnnxModel();
+
+  // Graph inputs that are not initializers, in graph order; and outputs.
+  const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const { return outputs_; }
+  const OpsetMap& opsets() const { return opsets_; }
+  int64_t ir_version() const { return ir_version_; }
+  const std::string& device() const { return device_; }
+
+  // Builds the graph for `inputs` (one per inputs(), in order; dtypes and
+  // static dims must match) and returns the unrealized outputs.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) const;
+  // Like Run, but outputs may also be sequences / optionals.
+  absl::StatusOr<std::vector<OnnxValue>> RunValues(const std::vector<OnnxValue>& inputs) const;
+
+ private:
+  OnnxModel() = default;
+  absl::Status Init(const std::string& base_dir);
+
+  Engine* engine_ = nullptr;
+  std::string device_;
+  std::unique_ptr<onnx::ModelProto> proto_;
+  OpsetMap opsets_;
+  int64_t ir_version_ = 0;
+  std::vector<ValueInfo> inputs_, outputs_;
+  Scope weights_;
+  std::map<std::string, const onnx::FunctionProto*> functions_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_ONNX_MODEL_H_

@@ -1,0 +1,330 @@
+#include "engine/onnx/model.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "engine/onnx/onnx/onnx.pb.h"
+#include "engine/onnx/tensor_proto.h"
+#include "engine/tensor/test_util.h"
+
+namespace kiln {
+namespace {
+
+using onnx::AttributeProto;
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+// Builds small ModelProtos.
+class Builder {
+ public:
+  explicit Builder(int64_t opset = 13) {
+    m_.set_ir_version(8);
+    auto* o = m_.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m_.mutable_graph()->set_name("g");
+  }
+  // dims: >= 0 fixed, -1 dynamic with a dim_param, -2 no value at all.
+  Builder& Input(const std::string& name, int type, const std::vector<int64_t>& dims) {
+    Info(m_.mutable_graph()->add_input(), name, type, dims);
+    return *this;
+  }
+  Builder& Output(const std::string& name, int type = TensorProto::FLOAT) {
+    auto* v = m_.mutable_graph()->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    return *this;
+  }
+  Builder& Init(const std::string& name, const HostTensor& h) {
+    HostTensorToProto(h, name, m_.mutable_graph()->add_initializer());
+    return *this;
+  }
+  NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                  const std::string& name = "") {
+    NodeProto* n = m_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& s : in) n->add_input(s);
+    for (auto& s : out) n->add_output(s);
+    return n;
+  }
+  std::string Bytes() const { return m_.SerializeAsString(); }
+  onnx::ModelProto& proto() { return m_; }
+
+ private:
+  static void Info(onnx::ValueInfoProto* v, const std::string& name, int type,
+                   const std::vector<int64_t>& dims) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : dims) {
+      auto* dim = shape->add_dim();
+      if (d >= 0) dim->set_dim_value(d);
+      if (d == -1) dim->set_dim_param("N");
+    }
+  }
+  onnx::ModelProto m_;
+};
+
+void AttrInt(NodeProto* n, const std::string& name, int64_t v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INT);
+  a->set_i(v);
+}
+void AttrInts(NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void AttrFloat(NodeProto* n, const std::string& name, float v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void AttrTensor(NodeProto* n, const std::string& name, const HostTensor& h) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::TENSOR);
+  HostTensorToProto(h, "", a->mutable_t());
+}
+
+std::unique_ptr<OnnxModel> Load(const Builder& b) {
+  auto m = OnnxModel::LoadFromBytes(b.Bytes(), TestEngine(), "CPU");
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+std::vector<double> RunOne(const OnnxModel& m, std::vector<Tensor> in, size_t out = 0) {
+  auto r = m.Run(in);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok() || r->size() <= out) return {};
+  return Values((*r)[out]);
+}
+
+Tensor F(const std::vector<float>& v, Shape s) { return Tensor::FromFloats(TestEngine(), v, s); }
+
+TEST(OnnxModelTest, DynamicDimsAndConstantWeights) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 2}).Output("y");
+  AttrTensor(b.Node("Constant", {}, {"w"}),
+             "value", HostTensor::FromDoubles({1, 2, 3, 4}, {2, 2}, dtypes::kFloat32));
+  NodeProto* c = b.Node("Constant", {}, {"bias"});
+  AttributeProto* a = c->add_attribute();
+  a->set_name("value_floats");
+  a->set_type(AttributeProto::FLOATS);
+  a->add_floats(10);
+  a->add_floats(20);
+  b.Node("MatMul", {"x", "w"}, {"xw"});
+  b.Node("Add", {"xw", "bias"}, {"y"});
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->inputs().size(), 1u);
+  EXPECT_EQ(m->inputs()[0].dims, (std::vector<int64_t>{-1, 2}));
+  EXPECT_EQ(m->inputs()[0].dim_params[0], "N");
+  EXPECT_EQ(m->inputs()[0].dtype, dtypes::kFloat32);
+  // Batch 1 and batch 3 through the same model.
+  ExpectNear(RunOne(*m, {F({1, 1}, {1, 2})}), {14, 26});
+  ExpectNear(RunOne(*m, {F({1, 0, 0, 1, 2, 2}, {3, 2})}), {11, 22, 13, 24, 18, 32});
+  // Wrong dtype / shape.
+  auto bad = m->Run({F({1, 2, 3}, {1, 3})});
+  EXPECT_NE(bad.status().message().find("input 'x' must have shape (?,2), got (1,3)"),
+            std::string::npos)
+      << bad.status();
+  auto bad_type = m->Run({Tensor::FromVector<int32_t>(TestEngine(), {1, 2}, {1, 2}, dtypes::kInt32)});
+  EXPECT_NE(bad_type.status().message().find("must be float32, got int32"), std::string::npos);
+  EXPECT_FALSE(m->Run({}).ok());
+}
+
+TEST(OnnxModelTest, ShapeArithmeticFoldsWithoutKernels) {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): flatten all but dim 0.
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 2, 3}).Output("y");
+  b.Init("idx", HostTensor::FromInt64s({0}, {}));
+  b.Init("minus1", HostTensor::Vector({-1}));
+  b.Node("Shape", {"x"}, {"s"});
+  b.Node("Gather", {"s", "idx"}, {"n"});
+  AttrInts(b.Node("Unsqueeze", {"n"}, {"n1"}), "axes", {0});
+  b.proto().mutable_opset_import(0)->set_version(11);  // Unsqueeze with the axes attribute
+  NodeProto* cat = b.Node("Concat", {"n1", "minus1"}, {"target"});
+  AttrInt(cat, "axis", 0);
+  b.Node("Cast", {"target"}, {"target64"})->add_attribute()->CopyFrom([] {
+    AttributeProto a;
+    a.set_name("to");
+    a.set_type(AttributeProto::INT);
+    a.set_i(TensorProto::INT64);
+    return a;
+  }());
+  b.Node("Reshape", {"x", "target64"}, {"y"});
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  Tensor x = F({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {2, 2, 3});
+  uint64_t before = TestEngine()->stats().kernels_run;
+  auto out = m->Run({x});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(TestEngine()->stats().kernels_run, before) << "graph building ran kernels";
+  EXPECT_EQ((*out)[0].shape(), (Shape{2, 6}));
+}
+
+TEST(OnnxModelTest, OpsetDispatch) {
+  // Softmax before opset 13 normalizes the flattened [axis:] block.
+  for (int64_t opset : {11, 13}) {
+    Builder b(opset);
+    b.Input("x", TensorProto::FLOAT, {1, 2, 2}).Output("y");
+    AttrInt(b.Node("Softmax", {"x"}, {"y"}), "axis", 1);
+    auto m = Load(b);
+    ASSERT_TRUE(m);
+    std::vector<double> y = RunOne(*m, {F({0, 0, 0, 0}, {1, 2, 2})});
+    double want = opset == 11 ? 0.25 : 0.5;
+    ExpectNear(y, {want, want, want, want});
+  }
+  // Clip: attributes (opset 6) vs inputs (opset 11+).
+  {
+    Builder b(6);
+    b.Input("x", TensorProto::FLOAT, {3}).Output("y");
+    NodeProto* n = b.Node("Clip", {"x"}, {"y"});
+    AttrFloat(n, "min", 0);
+    AttrFloat(n, "max", 1);
+    ExpectNear(RunOne(*Load(b), {F({-1, 0.5, 2}, {3})}), {0, 0.5, 1});
+  }
+  {
+    Builder b(13);
+    b.Input("x", TensorProto::FLOAT, {3}).Output("y");
+    b.Init("lo", HostTensor::FromDoubles({0}, {}, dtypes::kFloat32));
+    b.Node("Clip", {"x", "lo", ""}, {"y"});
+    ExpectNear(RunOne(*Load(b), {F({-1, 0.5, 2}, {3})}), {0, 0.5, 2});
+  }
+  // Slice: attributes (opset 9) vs inputs (opset 10+); Squeeze / ReduceMean axes.
+  {
+    Builder b(9);
+    b.Input("x", TensorProto::FLOAT, {1, 4}).Output("y");
+    NodeProto* s = b.Node("Slice", {"x"}, {"s"});
+    AttrInts(s, "starts", {1});
+    AttrInts(s, "ends", {3});
+    AttrInts(s, "axes", {1});
+    AttrInts(b.Node("Squeeze", {"s"}, {"q"}), "axes", {0});
+    NodeProto* r = b.Node("ReduceMean", {"q"}, {"y"});
+    AttrInts(r, "axes", {0});
+    AttrInt(r, "keepdims", 0);
+    ExpectNear(RunOne(*Load(b), {F({1, 2, 4, 8}, {1, 4})}), {3});
+  }
+  {
+    Builder b(13);
+    b.Input("x", TensorProto::FLOAT, {1, 4}).Output("y");
+    b.Init("st", HostTensor::Vector({1}));
+    b.Init("en", HostTensor::Vector({3}));
+    b.Init("ax", HostTensor::Vector({1}));
+    b.Init("zero", HostTensor::Vector({0}));
+    b.Node("Slice", {"x", "st", "en", "ax"}, {"s"});
+    b.Node("Squeeze", {"s", "zero"}, {"y"});
+    ExpectNear(RunOne(*Load(b), {F({1, 2, 4, 8}, {1, 4})}), {2, 4});
+  }
+}
+
+TEST(OnnxModelTest, ErrorsNameTheNode) {
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+    b.Node("FancyOp", {"x"}, {"y"}, "n1");
+    auto m = Load(b);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->Run({F({1, 2}, {2})}).status().message(),
+              "node 'n1' (FancyOp): unsupported operator");
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+    b.Node("Add", {"x"}, {"y"}, "add0");
+    EXPECT_EQ(Load(b)->Run({F({1, 2}, {2})}).status().message(),
+              "node 'add0' (Add): expects 2 inputs, got 1");
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+    AttrFloat(b.Node("Transpose", {"x"}, {"y"}, "t"), "perm", 1.0f);
+    EXPECT_NE(Load(b)->Run({F({1, 2}, {2})}).status().message().find(
+                  "node 't' (Transpose): attribute 'perm' has type FLOAT, expected INTS"),
+              std::string::npos);
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+    b.Node("Relu", {"nope"}, {"y"}, "r");
+    EXPECT_NE(Load(b)->Run({F({1, 2}, {2})}).status().message().find(
+                  "node 'r' (Relu): input 'nope' is not defined"),
+              std::string::npos);
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2, 3}).Output("y");
+    b.Init("shape", HostTensor::Vector({4, 4}));
+    b.Node("Reshape", {"x", "shape"}, {"y"}, "rs");
+    EXPECT_NE(Load(b)->Run({F({1, 2, 3, 4, 5, 6}, {2, 3})}).status().message().find(
+                  "node 'rs' (Reshape): cannot reshape (2,3) to (4,4)"),
+              std::string::npos);
+  }
+  {
+    Builder b;
+    b.Node("Constant", {}, {"c"}, "k");
+    b.Output("c");
+    EXPECT_NE(OnnxModel::LoadFromBytes(b.Bytes(), TestEngine()).status().message().find(
+                  "node 'k' (Constant): Constant needs exactly one value attribute"),
+              std::string::npos);
+  }
+  EXPECT_NE(OnnxModel::LoadFromBytes("garbage bytes", TestEngine()).status().message().find(
+                "not a valid ONNX model"),
+            std::string::npos);
+  EXPECT_EQ(OnnxModel::Load("/nonexistent/model.onnx", TestEngine()).status().code(),
+            absl::StatusCode::kNotFound);
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {2}).Output("x");
+  EXPECT_FALSE(OnnxModel::LoadFromBytes(b.Bytes(), TestEngine(), "NO_SUCH_DEVICE").ok());
+}
+
+TEST(OnnxModelTest, InitializersExternalDataAndLegacyInputs) {
+  std::string dir = ::testing::TempDir();
+  {
+    std::ofstream f(dir + "/model_test_w.bin", std::ios::binary);
+    float v[2] = {3, 4};
+    f.write(reinterpret_cast<const char*>(v), sizeof(v));
+  }
+  Builder b(9);
+  // IR < 4 style: the initializer is listed as a graph input too.
+  b.Input("x", TensorProto::FLOAT, {2}).Input("w", TensorProto::FLOAT, {2}).Output("y");
+  TensorProto* w = b.proto().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(TensorProto::FLOAT);
+  w->add_dims(2);
+  w->set_data_location(TensorProto::EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value("model_test_w.bin");
+  b.Node("Mul", {"x", "w"}, {"y"});
+  {
+    std::ofstream f(dir + "/model_test.onnx", std::ios::binary);
+    f << b.Bytes();
+  }
+  auto m = OnnxModel::Load(dir + "/model_test.onnx", TestEngine());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ((*m)->inputs().size(), 1u);
+  EXPECT_EQ((*m)->opsets().at(""), 9);
+  ExpectNear(RunOne(**m, {F({1, 2}, {2})}), {3, 8});
+  std::remove((dir + "/model_test_w.bin").c_str());
+  std::remove((dir + "/model_test.onnx").c_str());
+}
+
+TEST(OnnxModelTest, DataDependentShapesAndControlFlow) {
+  // NonZero reads its input on the host; If picks a branch from a constant.
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {4}).Output("y", TensorProto::INT64);
+  b.Node("NonZero", {"x"}, {"y"});
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  ExpectNear(RunOne(*m, {F({0, 3, 0, 1}, {4})}), {1, 3});
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,46 @@
+// Helpers shared by the ops_*.cc files of the ONNX importer.
+#ifndef KILN_ENGINE_ONNX_OPS_COMMON_H_
+#define KILN_ENGINE_ONNX_OPS_COMMON_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+#include "engine/onnx/op_context.h"
+#include "engine/onnx/op_registry.h"
+
+namespace onnx {
+class NodeProto;
+}  // namespace onnx
+
+namespace kiln {
+
+// The value of a Constant node (value / value_float(s) / value_int(s) /
+// sparse_value attributes).
+absl::StatusOr<HostTensor> ConstantNodeValue(const onnx::NodeProto& node, int opset,
+                                             const std::string& base_dir);
+
+inline absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+inline absl::Status Unsupported(const std::string& msg) { return absl::UnimplementedError(msg); }
+
+// Normalizes axes for `rank` (negative count from the end); error on out of
+// range or repeated axes. Keeps the given order.
+absl::StatusOr<std::vector<int64_t>> NormAxes(const std::vector<int64_t>& axes, int64_t rank);
+
+// The `axes` of ops that moved it from an attribute to input `input` in
+// opset `since` (Squeeze, Unsqueeze, Reduce*): nullopt when absent.
+absl::StatusOr<std::optional<std::vector<int64_t>>> AxesArg(const OpContext& ctx, int input,
+                                                            int since);
+
+// A scalar of `t`'s dtype.
+inline Tensor ScalarOf(const Tensor& t, double v) { return t.Scalar(v); }
+
+// Broadcasts `t` to `shape` (numpy rules; `shape` may have fewer dims).
+absl::StatusOr<Tensor> BroadcastTo(const Tensor& t, const Shape& shape);
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_ONNX_OPS_COMMON_H_

@@ -1,0 +1,280 @@
+// Linear algebra, convolution and pooling: MatMul, Gemm, Conv,
+// ConvTranspose, MaxPool, AveragePool, LpPool, Global*Pool.
+#include <cmath>
+
+#include "engine/onnx/ops_common.h"
+
+namespace kiln {
+namespace {
+
+absl::Status MatMulOp(OpContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckInputs(2, 2));
+  ASSIGN_OR_RETURN(Tensor a, ctx.In(0));
+  ASSIGN_OR_RETURN(Tensor b, ctx.In(1));
+  DType t = a.dtype();
+  bool half = t == dtypes::kFloat16 || t == dtypes::kBFloat16;
+  if (half) {
+    a = a.Cast(dtypes::kFloat32);
+    b = b.Cast(dtypes::kFloat32);
+  }
+  Tensor y = a.Matmul(b);
+  ctx.Set(0, half ? y.Cast(t) : y);
+  return absl::OkStatus();
+}
+
+absl::Status GemmOp(OpContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckInputs(2, 3));
+  ASSIGN_OR_RETURN(Tensor a, ctx.In(0));
+  ASSIGN_OR_RETURN(Tensor b, ctx.In(1));
+  if (a.ndim() != 2 || b.ndim() != 2) return Invalid("A and B must be 2-D");
+  if (ctx.Int("transA", 0)) a = a.Transpose();
+  if (ctx.Int("transB", 0)) b = b.Transpose();
+  double alpha = ctx.Float("alpha", 1.0f), beta = ctx.Float("beta", 1.0f);
+  Tensor y = a.Matmul(b);
+  if (alpha != 1.0) y = y * alpha;
+  if (ctx.Has(2)) {
+    ASSIGN_OR_RETURN(Tensor c, ctx.In(2));
+    if (beta != 1.0) c = c * beta;
+    y = y + c.Cast(y.dtype());
+  }
+  ctx.Set(0, y);
+  return absl::OkStatus();
+}
+
+// Per-spatial-dim convolution / pooling geometry from the attributes.
+struct Geometry {
+  std::vector<int64_t> kernel, stride, dilation;
+  Pads pads;
+};
+
+// Resolves auto_pad / pads for an input of spatial shape `in`.
+absl::StatusOr<Geometry> GetGeometry(const OpContext& ctx, const Shape& in,
+                                     std::vector<int64_t> kernel) {
+  size_t nd = in.size();
+  Geometry g;
+  g.kernel = std::move(kernel);
+  g.stride = ctx.Ints("strides");
+  g.dilation = ctx.Ints("dilations");
+  if (g.stride.empty()) g.stride.assign(nd, 1);
+  if (g.dilation.empty()) g.dilation.assign(nd, 1);
+  if (g.kernel.size() != nd || g.stride.size() != nd || g.dilation.size() != nd)
+    return Invalid("kernel_shape / strides / dilations do not match the spatial rank");
+  std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = ctx.Ints("pads");
+  if (auto_pad == "NOTSET" || auto_pad.empty()) {
+    if (pads.empty()) pads.assign(2 * nd, 0);
+    if (pads.size() != 2 * nd) return Invalid("pads must have 2 values per spatial dim");
+    for (size_t i = 0; i < nd; ++i) g.pads.push_back({pads[i], pads[i + nd]});
+  } else if (auto_pad == "VALID") {
+    g.pads.assign(nd, {0, 0});
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < nd; ++i) {
+      int64_t out = (in[i] + g.stride[i] - 1) / g.stride[i];
+      int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+      int64_t total = std::max<int64_t>((out - 1) * g.stride[i] + span - in[i], 0);
+      int64_t small = total / 2, big = total - small;
+      g.pads.push_back(auto_pad == "SAME_UPPER" ? std::make_pair(small, big)
+                                                : std::make_pair(big, small));
+    }
+  } else {
+    return Invalid(absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  return g;
+}
+
+Shape Spatial(const Tensor& x) { return Shape(x.shape().begin() + 2, x.shape().end()); }
+
+absl::Status ConvOp(OpContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckInputs(2, 3));
+  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
+  ASSIGN_OR_RETURN(Tensor w, ctx.In(1));
+  if (x.ndim() < 3 || w.ndim() != x.ndim()) return Invalid("input and weight ranks differ");
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel)
+    return Invalid("kernel_shape does not match the weight");
+  ASSIGN_OR_RETURN(Geometry g, GetGeometry(ctx, Spatial(x), kernel));
+  Tensor::ConvOptions o;
+  o.stride = g.stride;
+  o.dilation = g.dilation;
+  o.padding = g.pads;
+  o.groups = ctx.Int("group", 1);
+  std::optional<Tensor> bias;
+  if (ctx.Has(2)) {
+    ASSIGN_OR_RETURN(bias, ctx.In(2));
+  }
+  DType t = x.dtype();
+  bool half = t == dtypes::kFloat16 || t == dtypes::kBFloat16;
+  if (half) {
+    x = x.Cast(dtypes::kFloat32);
+    w = w.Cast(dtypes::kFloat32);
+    if (bias) bias = bias->Cast(dtypes::kFloat32);
+  }
+  Tensor y = x.Conv(w, bias ? &*bias : nullptr, o);
+  ctx.Set(0, half ? y.Cast(t) : y);
+  return absl::OkStatus();
+}
+
+absl::Status ConvTransposeOp(OpContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckInputs(2, 3));
+  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
+  ASSIGN_OR_RETURN(Tensor w, ctx.In(1));
+  if (x.ndim() < 3 || w.ndim() != x.ndim()) return Invalid("input and weight ranks differ");
+  size_t nd = x.ndim() - 2;
+  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  std::vector<int64_t> stride = ctx.Ints("strides"), dil = ctx.Ints("dilations");
+  std::vector<int64_t> opad = ctx.Ints("output_padding"), out_shape = ctx.Ints("output_shape");
+  std::vector<int64_t> pads = ctx.Ints("pads");
+  if (stride.empty()) stride.assign(nd, 1);
+  if (dil.empty()) dil.assign(nd, 1);
+  if (opad.empty()) opad.assign(nd, 0);
+  if (stride.size() != nd || dil.size() != nd || opad.size() != nd)
+    return Invalid("strides / dilations / output_padding do not match the spatial rank");
+  std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
+  Shape in = Spatial(x);
+  Pads p(nd, {0, 0});
+  if (out_shape.size() > nd) out_shape.erase(out_shape.begin(), out_shape.end() - nd);
+  if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (!out_shape.empty() && out_shape.size() != nd)
+      return Invalid("output_shape does not match the spatial rank");
+    for (size_t i = 0; i < nd; ++i) {
+      int64_t want = out_shape.empty() ? in[i] * stride[i] : out_shape[i];
+      int64_t total = stride[i] * (in[i] - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1 - want;
+      if (total < 0) {  // a larger output than the natural one: extra output padding
+        opad[i] -= total;
+        total = 0;
+      }
+      int64_t half = total / 2;
+      p[i] = auto_pad == "SAME_LOWER" ? std::make_pair(total - half, half)
+                                      : std::make_pair(half, total - half);
+    }
+  } else if (auto_pad == "NOTSET" || auto_pad.empty() || auto_pad == "VALID") {
+    if (!pads.empty() && auto_pad != "VALID") {
+      if (pads.size() != 2 * nd) return Invalid("pads must have 2 values per spatial dim");
+      for (size_t i = 0; i < nd; ++i) p[i] = {pads[i], pads[i + nd]};
+    }
+  } else {
+    return Invalid(absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  Tensor::ConvOptions o;
+  o.stride = stride;
+  o.dilation = dil;
+  o.padding = p;
+  o.groups = ctx.Int("group", 1);
+  std::optional<Tensor> bias;
+  if (ctx.Has(2)) {
+    ASSIGN_OR_RETURN(bias, ctx.In(2));
+  }
+  ctx.Set(0, x.ConvTranspose(w, bias ? &*bias : nullptr, o, opad));
+  return absl::OkStatus();
+}
+
+enum class PoolKind { kMax, kAvg, kLp };
+
+// The Indices output of MaxPool: flat indices (row-major, or column-major
+// over the spatial dims with storage_order 1) of each window's first max.
+absl::StatusOr<Tensor> MaxPoolIndices(const OpContext& ctx, const Tensor& x, const Geometry& g,
+                                      bool col_major) {
+  size_t nd = g.kernel.size();
+  double lowest = x.dtype().IsFloat() ? -INFINITY : DTypeMin(x.dtype());
+  Tensor win = x.Pool(g.kernel, g.stride, g.dilation, g.pads, lowest);  // (N, C, *out, *k)
+  Shape out(win.shape().begin(), win.shape().begin() + 2 + nd);
+  Shape flat = out;
+  flat.push_back(kiln::Prod(g.kernel));
+  Tensor k = win.Reshape(flat).Argmax(-1);  // window-local index, (N, C, *out)
+  int64_t rank = static_cast<int64_t>(out.size());
+  auto iota = [&](int64_t n, int64_t axis) {
+    Shape s(rank, 1);
+    s[axis] = n;
+    return Tensor::Arange(ctx.engine(), 0, static_cast<double>(n), 1, dtypes::kInt64, ctx.device())
+        .Reshape(s);
+  };
+  // Position along each spatial dim, then the flat index.
+  std::vector<Tensor> pos(nd);
+  int64_t kstride = kiln::Prod(g.kernel);
+  for (size_t i = 0; i < nd; ++i) {
+    kstride /= g.kernel[i];
+    Tensor ki = (k / static_cast<double>(kstride)).Mod(k.Scalar(static_cast<double>(g.kernel[i])));
+    pos[i] = iota(out[2 + i], 2 + i) * static_cast<double>(g.stride[i]) -
+             static_cast<double>(g.pads[i].first) + ki * static_cast<double>(g.dilation[i]);
+  }
+  Tensor idx = iota(x.dim(0), 0) * static_cast<double>(x.dim(1)) + iota(x.dim(1), 1);
+  std::vector<size_t> order(nd);
+  for (size_t i = 0; i < nd; ++i) order[i] = col_major ? nd - 1 - i : i;
+  for (size_t i : order) idx = idx * static_cast<double>(x.dim(static_cast<int>(2 + i))) + pos[i];
+  return idx;
+}
+
+absl::Status PoolOp(OpContext& ctx, PoolKind kind) {
+  RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
+  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
+  if (x.ndim() < 3) return Invalid("input must be (N, C, *spatial)");
+  std::vector<int64_t> kernel = ctx.Ints("kernel_shape");
+  if (kernel.size() != static_cast<size_t>(x.ndim() - 2))
+    return Invalid("kernel_shape does not match the spatial rank");
+  ASSIGN_OR_RETURN(Geometry g, GetGeometry(ctx, Spatial(x), kernel));
+  if (!ctx.HasAttr("strides")) g.stride.assign(kernel.size(), 1);
+  Tensor::PoolOptions o;
+  o.kernel = g.kernel;
+  o.stride = g.stride;
+  o.dilation = g.dilation;
+  o.padding = g.pads;
+  o.ceil_mode = ctx.Int("ceil_mode", 0) != 0;
+  o.count_include_pad = ctx.Int("count_include_pad", 0) != 0;
+  DType t = x.dtype();
+  bool half = t == dtypes::kFloat16 || t == dtypes::kBFloat16;
+  if (half) x = x.Cast(dtypes::kFloat32);
+  Tensor y;
+  if (kind == PoolKind::kMax) {
+    y = x.MaxPool(o);
+    if (ctx.Wants(1)) {
+      if (o.ceil_mode) return Unsupported("the Indices output with ceil_mode is not supported");
+      ASSIGN_OR_RETURN(Tensor idx, MaxPoolIndices(ctx, x, g, ctx.Int("storage_order", 0) != 0));
+      ctx.Set(1, idx);
+    }
+  } else if (kind == PoolKind::kAvg) {
+    y = x.AvgPool(o);
+  } else {
+    double p = static_cast<double>(ctx.Int("p", 2));
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < kernel.size(); ++i) axes.push_back(-1 - static_cast<int64_t>(i));
+    Tensor win = x.Abs().Pow(x.Scalar(p)).Pool(g.kernel, g.stride, g.dilation, g.pads);
+    y = win.Sum(axes).Pow(x.Scalar(1.0 / p));
+  }
+  ctx.Set(0, half ? y.Cast(t) : y);
+  return absl::OkStatus();
+}
+
+absl::Status GlobalPoolOp(OpContext& ctx, PoolKind kind) {
+  RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
+  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
+  if (x.ndim() < 3) return Invalid("input must be (N, C, *spatial)");
+  if (kind == PoolKind::kMax) {
+    ctx.Set(0, x.GlobalMaxPool());
+  } else if (kind == PoolKind::kAvg) {
+    ctx.Set(0, x.GlobalAvgPool());
+  } else {
+    double p = static_cast<double>(ctx.Int("p", 2));
+    std::vector<int64_t> axes;
+    for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
+    ctx.Set(0, x.Abs().Pow(x.Scalar(p)).Sum(axes, true).Pow(x.Scalar(1.0 / p)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterNnOps(OpRegistry* r) {
+  r->Register("MatMul", MatMulOp);
+  r->Register("Gemm", GemmOp);
+  r->Register("Conv", ConvOp);
+  r->Register("ConvTranspose", ConvTransposeOp);
+  r->Register("MaxPool", [](OpContext& ctx) { return PoolOp(ctx, PoolKind::kMax); });
+  r->Register("AveragePool", [](OpContext& ctx) { return PoolOp(ctx, PoolKind::kAvg); });
+  r->Register("LpPool", [](OpContext& ctx) { return PoolOp(ctx, PoolKind::kLp); });
+  r->Register("GlobalMaxPool", [](OpContext& ctx) { return GlobalPoolOp(ctx, PoolKind::kMax); });
+  r->Register("GlobalAveragePool",
+              [](OpContext& ctx) { return GlobalPoolOp(ctx, PoolKind::kAvg); });
+  r->Register("GlobalLpPool", [](OpContext& ctx) { return GlobalPoolOp(ctx, PoolKind::kLp); });
+}
+
+}  // namespace kiln

@@ -1,0 +1,51 @@
+// Conversions between ONNX TensorProto messages and HostTensor.
+//
+// Every numeric ONNX element type is supported, in every storage form:
+// raw_data, float_data, int32_data (int8/16/32, uint8/16, bool and the bit
+// patterns of float16 / bfloat16), int64_data, double_data, uint64_data
+// (uint32 / uint64), and external data files (data_location EXTERNAL with
+// location / offset / length, resolved relative to the model's directory).
+// Strings and complex numbers are rejected with a clear error.
+#ifndef KILN_ENGINE_ONNX_TENSOR_PROTO_H_
+#define KILN_ENGINE_ONNX_TENSOR_PROTO_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/base/dtype.h"
+#include "engine/onnx/host_tensor.h"
+
+namespace onnx {
+class TensorProto;
+}  // namespace onnx
+
+namespace kiln {
+
+// kiln dtype of an ONNX TensorProto.DataType value; nullopt for types kiln
+// cannot hold (string, complex, undefined, unknown).
+std::optional<DType> DTypeFromOnnx(int onnx_type);
+// ONNX TensorProto.DataType of a kiln dtype.
+int OnnxTypeOf(DType t);
+// "FLOAT", "STRING", ... ("type 42" for unknown values).
+std::string OnnxTypeName(int onnx_type);
+
+// Decodes `proto`. `base_dir` is the directory external data paths are
+// relative to (the model file's directory; empty: the current directory).
+absl::StatusOr<HostTensor> HostTensorFromProto(const onnx::TensorProto& proto,
+                                               const std::string& base_dir = "");
+
+// Reads a serialized TensorProto file (the test_data_set_*/input_*.pb files
+// of ONNX's test suite). `name` (may be null) gets the proto's name field.
+absl::StatusOr<HostTensor> ReadTensorProtoFile(const std::string& path,
+                                               std::string* name = nullptr);
+
+// Encodes `t` as a TensorProto with raw_data.
+void HostTensorToProto(const HostTensor& t, const std::string& name, onnx::TensorProto* proto);
+
+// Reads a whole file into a string.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_ONNX_TENSOR_PROTO_H_

@@ -1,0 +1,99 @@
+// Shared machinery of the GPU C-family renderers (OpenCL C and CUDA C): one
+// pass over the linear UOps that prints statements and inlines single-use
+// scalar expressions. A dialect (a subclass) supplies the spellings that
+// differ: types, kernel signature, grid / block indices, math functions,
+// non-finite literals, bitcasts and the float16 / bfloat16 helpers.
+//
+// GPU kernels are scalar per thread (the GPU heuristics make no vector
+// upcasts). float16 / bfloat16 values are stored as 16-bit patterns and
+// computed in float, rounded to their type after every operation, like the
+// interpreter and the C renderer.
+//
+// Kernel ABI: one pointer parameter per DEFINE_GLOBAL (data0, data1, ...; a
+// buffer the kernel never stores to is const), then one 64-bit integer
+// parameter per DEFINE_VAR, in program order.
+// Internal to engine/renderer. Not thread-safe (one instance per render).
+#ifndef KILN_ENGINE_RENDERER_CSTYLE_H_
+#define KILN_ENGINE_RENDERER_CSTYLE_H_
+
+#include <array>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/uop/uop.h"
+
+namespace kiln {
+
+class CStyleRenderer {
+ public:
+  virtual ~CStyleRenderer() = default;
+  std::string Render(const std::string& name, const UOpList& uops);
+
+ protected:
+  // What the dialect's kernel wrapper needs to know.
+  struct Signature {
+    std::string name;
+    std::vector<std::string> params;     // rendered parameter declarations
+    std::array<int64_t, 3> local = {1, 1, 1};  // block size from the lidx SPECIALs
+    bool uses_double = false;
+  };
+
+  // ---- dialect hooks ----
+  // Value type of a scalar (float16 / bfloat16 are computed as float).
+  virtual std::string ScalarC(ScalarType s) const = 0;
+  // Element type in memory: 16-bit floats as unsigned short, bool as a byte.
+  virtual std::string StorageC(ScalarType s) const;
+  virtual std::string BufferParam(const std::string& storage, const std::string& name,
+                                  bool read_only) const = 0;
+  virtual std::string VarParam(const std::string& name) const = 0;
+  // Grid / block index expression for "gidx<d>" / "lidx<d>".
+  virtual std::string Special(const std::string& name) const = 0;
+  // Integer literal of a scalar type (without the parentheses for negatives).
+  virtual std::string IntLiteral(ScalarType s, int64_t v) const = 0;
+  // NaN (nan = true) or +infinity.
+  virtual std::string NonFinite(bool is_double, bool nan) const = 0;
+  // Name of a libm-style function ("exp2", "fma"...) for float or double.
+  virtual std::string MathFn(const std::string& fn, bool is_double) const = 0;
+  // Reinterprets the bits of scalar value v of C type `from` as C type `to`
+  // (16-bit floats arrive as unsigned short patterns).
+  virtual std::string Bitcast(const std::string& from, const std::string& to,
+                              const std::string& v) const = 0;
+  // Definitions of kiln_h2f / kiln_f2h / kiln_rh and kiln_bf2f / kiln_f2bf / kiln_rbf.
+  virtual std::string HalfHelpers() const = 0;
+  virtual std::string Bf16Helpers() const = 0;
+  // The whole kernel text: `helpers` (already collected), then the function.
+  virtual std::string Wrap(const Signature& sig, const std::string& helpers,
+                           const std::string& prologue, const std::string& body) const = 0;
+  // Conversion of value `v` from scalar `from` to `to` (C type `ty`; not
+  // bool). The interpreter's semantics: float -> integer truncates and
+  // saturates, NaN -> 0 (PTX conversions do this; plain C casts do not).
+  virtual std::string Convert(DType from, DType to, const std::string& ty,
+                              const std::string& v) const {
+    (void)from, (void)to;
+    return "((" + ty + ")(" + v + "))";
+  }
+  // Name used in messages ("CUDA renderer").
+  virtual std::string DialectName() const = 0;
+
+ private:
+  void Line(std::string* out, const std::string& s);
+  const std::string& E(const UOpRef& u);
+  std::string Type(DType t);
+  std::string Literal(const UOp& c);
+  std::string Round(DType t, const std::string& e);
+  std::string Load(const UOp& x);
+  std::string Store(const UOp& x);
+  std::string Value(const UOp& x);
+
+  std::unordered_map<const UOp*, std::string> expr_;
+  std::unordered_map<const UOp*, int> uses_;
+  bool half_ = false, bf16_ = false, double_ = false;
+  int indent_ = 1;
+  int tmp_ = 0;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_RENDERER_CSTYLE_H_

@@ -1,0 +1,511 @@
+// Neural-network ops built from the primitives: sliding windows (Pool),
+// convolution, transposed convolution, max / average pooling and Resize.
+//
+// Pool is the building block: it pads (with a chosen value) and takes a
+// strided window view of the padded tensor, so conv and pooling are a
+// zero-copy view, an elementwise op and one reduce.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status.h"
+#include "engine/tensor/tensor.h"
+#include "engine/tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+Tensor Fail(const Tensor& t, const std::string& msg) {
+  return TensorInternal::ErrorLike(t, absl::InvalidArgumentError(msg));
+}
+
+std::string VecStr(const std::vector<int64_t>& v) {
+  return absl::StrCat("[", absl::StrJoin(v, ","), "]");
+}
+
+// `v`, or `n` copies of `def` when `v` is empty.
+std::vector<int64_t> OrDefault(const std::vector<int64_t>& v, size_t n, int64_t def) {
+  return v.empty() ? std::vector<int64_t>(n, def) : v;
+}
+
+// Checks a per-spatial-dim option: `n` entries, each >= `min`.
+absl::Status CheckOption(const char* op, const char* name, const std::vector<int64_t>& v, size_t n,
+                         int64_t min) {
+  if (v.size() != n)
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", name, " ", VecStr(v), " needs ", n, " entries"));
+  for (int64_t x : v)
+    if (x < min)
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": ", name, " ", VecStr(v), " must be >= ", min));
+  return absl::OkStatus();
+}
+
+// The value that never wins a max for `t`.
+double MaxIdentity(DType t) {
+  if (t.IsFloat()) return -INFINITY;
+  if (t.IsBool()) return 0;
+  return DTypeMin(t);
+}
+
+// Axes [first, first + n).
+std::vector<int64_t> AxisRange(int64_t first, int64_t n) {
+  std::vector<int64_t> a;
+  for (int64_t i = 0; i < n; ++i) a.push_back(first + i);
+  return a;
+}
+
+}  // namespace
+
+// ---------------- sliding windows ----------------
+
+Tensor Tensor::Pool(const std::vector<int64_t>& kernel_in, const std::vector<int64_t>& stride_in,
+                    const std::vector<int64_t>& dilation_in, const Pads& padding_in,
+                    double pad_value) const {
+  if (!ok()) return *this;
+  const size_t nk = kernel_in.size();
+  if (nk == 0 || static_cast<int>(nk) > ndim())
+    return Fail(*this,
+                absl::StrCat("pool: kernel ", VecStr(kernel_in), " for shape ", ShapeStr(shape())));
+  std::vector<int64_t> stride = OrDefault(stride_in, nk, 1);
+  std::vector<int64_t> dilation = OrDefault(dilation_in, nk, 1);
+  Pads padding = padding_in.empty() ? Pads(nk, {0, 0}) : padding_in;
+  for (auto s : {CheckOption("pool", "kernel", kernel_in, nk, 1),
+                 CheckOption("pool", "stride", stride, nk, 1),
+                 CheckOption("pool", "dilation", dilation, nk, 1)})
+    if (!s.ok()) return TensorInternal::ErrorLike(*this, s);
+  if (padding.size() != nk)
+    return Fail(*this,
+                absl::StrCat("pool: ", padding.size(), " paddings for ", nk, " kernel dims"));
+  const int lead = ndim() - static_cast<int>(nk);
+  Pads full(ndim(), {0, 0});
+  for (size_t i = 0; i < nk; ++i) full[lead + i] = padding[i];
+  Tensor p = Pad(full, pad_value);
+  if (!p.ok()) return p;
+  // Windows read every element several times: give them a plain buffer to
+  // read (no padding masks, nothing recomputed), so the window view is one
+  // affine view that vectorizes. Costs one cheap copy kernel.
+  bool padded = false;
+  for (const auto& [b, a] : padding) padded |= b != 0 || a != 0;
+  const UOpRef& u = p.uop();
+  bool plain = u->op() == Op::kBuffer || (u->op() == Op::kView && u->src(0)->op() == Op::kBuffer);
+  if (padded || !plain) p = p.Contiguous();
+  const Shape& ps = p.shape();
+  Shape out_shape(ps.begin(), ps.begin() + lead);
+  for (size_t i = 0; i < nk; ++i) {
+    int64_t span = dilation[i] * (kernel_in[i] - 1) + 1;
+    if (ps[lead + i] < span)
+      return Fail(*this, absl::StrCat("pool: window ", span, " (kernel ", VecStr(kernel_in),
+                                      ") is larger than the padded input ", ShapeStr(ps)));
+    out_shape.push_back((ps[lead + i] - span) / stride[i] + 1);
+  }
+  for (size_t i = 0; i < nk; ++i) out_shape.push_back(kernel_in[i]);
+  if (kiln::Prod(out_shape) == 0) return Zeros(engine(), out_shape, dtype(), device());
+  // Row-major strides of the padded tensor.
+  std::vector<int64_t> st(ps.size(), 1);
+  for (int i = static_cast<int>(ps.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * ps[i + 1];
+  std::vector<int64_t> strides(st.begin(), st.begin() + lead);
+  for (size_t i = 0; i < nk; ++i) strides.push_back(st[lead + i] * stride[i]);
+  for (size_t i = 0; i < nk; ++i) strides.push_back(st[lead + i] * dilation[i]);
+  return p.AsStrided(out_shape, strides, 0);
+}
+
+// ---------------- convolution ----------------
+
+Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o) const {
+  if (!ok()) return *this;
+  if (!w_in.ok()) return w_in;
+  if (bias && !bias->ok()) return *bias;
+  if (ndim() < 3 || w_in.ndim() != ndim())
+    return Fail(*this, absl::StrCat("conv: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()),
+                                    " must be (N,C,*spatial) and (Cout,Cin/groups,*kernel)"));
+  const int64_t nd = ndim() - 2;
+  const int64_t n = shape()[0], cin = shape()[1], cout = w_in.shape()[0], g = o.groups;
+  if (g < 1 || cin % g != 0 || cout % g != 0 || w_in.shape()[1] != cin / g)
+    return Fail(*this, absl::StrCat("conv: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()), " do not match with groups=", g));
+  if (bias && bias->numel() != cout)
+    return Fail(*this, absl::StrCat("conv: bias ", ShapeStr(bias->shape()), " for ", cout,
+                                    " output channels"));
+  std::vector<int64_t> kernel(w_in.shape().begin() + 2, w_in.shape().end());
+  std::vector<int64_t> stride = OrDefault(o.stride, nd, 1);
+  std::vector<int64_t> dilation = OrDefault(o.dilation, nd, 1);
+  for (auto s : {CheckOption("conv", "stride", stride, nd, 1),
+                 CheckOption("conv", "dilation", dilation, nd, 1)})
+    if (!s.ok()) return TensorInternal::ErrorLike(*this, s);
+  Pads padding = o.padding.empty() ? Pads(nd, {0, 0}) : o.padding;
+  if (static_cast<int64_t>(padding.size()) != nd)
+    return Fail(*this,
+                absl::StrCat("conv: ", padding.size(), " paddings for ", nd, " spatial dims"));
+  DType t = PromoteTypes(dtype(), w_in.dtype());
+  Tensor x = Cast(t), w = w_in.Cast(t);
+  if (kiln::Prod(kernel) == 0) return Fail(*this, "conv: empty kernel");
+  Tensor win = x.Pool(kernel, stride, dilation, padding);  // (N, Cin, *out, *k)
+  if (!win.ok()) return win;
+  Shape out(win.shape().begin() + 2, win.shape().begin() + 2 + nd);
+  // x: (N, G, 1, Cin/G, *out, *k)   w: (1, G, Cout/G, Cin/G, 1.., *k)
+  Shape xs = {n, g, 1, cin / g};
+  xs.insert(xs.end(), out.begin(), out.end());
+  xs.insert(xs.end(), kernel.begin(), kernel.end());
+  Shape ws = {1, g, cout / g, cin / g};
+  ws.insert(ws.end(), nd, 1);
+  ws.insert(ws.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> axes = {3};
+  for (int64_t i = 0; i < nd; ++i) axes.push_back(4 + nd + i);
+  Tensor r = (win.Reshape(xs) * w.Reshape(ws)).Sum(axes);  // (N, G, Cout/G, *out)
+  Shape rs = {n, cout};
+  rs.insert(rs.end(), out.begin(), out.end());
+  r = r.Reshape(rs);
+  if (!bias) return r;
+  Shape bs(rs.size(), 1);
+  bs[1] = cout;
+  return r + bias->Cast(t).Reshape(bs);
+}
+
+namespace {
+// Strided transposed convolution without multiplying inserted zeros: Y = x
+// contracted with w over Cin/G gives (N, Cout, *k, *spatial); each kernel
+// tap's slice of Y is spread to stride-spaced positions (zero insertion by
+// pad + reshape), shifted by tap * dilation, cropped by the padding, and the
+// taps are summed.
+Tensor ScatterConvTranspose(const Tensor& x, const Tensor& w, const Tensor* bias,
+                            const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                            const std::vector<int64_t>& dilation, const Pads& padding,
+                            const std::vector<int64_t>& opad, int64_t g) {
+  const int64_t nd = x.ndim() - 2, n = x.shape()[0], cin = x.shape()[1], cig = cin / g;
+  const int64_t cout_g = w.shape()[1], cout = g * cout_g;
+  Shape sp(x.shape().begin() + 2, x.shape().end()), out;
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t o = stride[i] * (sp[i] - 1) + dilation[i] * (kernel[i] - 1) + 1 + opad[i] -
+                padding[i].first - padding[i].second;
+    if (o <= 0)
+      return Fail(x, absl::StrCat("conv_transpose: input ", ShapeStr(x.shape()), " and weight ",
+                                  ShapeStr(w.shape()), " give an empty output"));
+    out.push_back(o);
+  }
+  DType t = PromoteTypes(x.dtype(), w.dtype());
+  // x: (N, G, 1, Cin/G, 1.., *sp)   w: (1, G, Cout/G, Cin/G, *k, 1..)
+  Shape xs = {n, g, 1, cig};
+  xs.insert(xs.end(), nd, 1);
+  xs.insert(xs.end(), sp.begin(), sp.end());
+  Shape wg = {g, cig, cout_g};
+  wg.insert(wg.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> perm = {0, 2, 1};
+  for (int64_t i = 0; i < nd; ++i) perm.push_back(3 + i);
+  Shape ws = {1, g, cout_g, cig};
+  ws.insert(ws.end(), kernel.begin(), kernel.end());
+  ws.insert(ws.end(), nd, 1);
+  Tensor xw = x.Cast(t).Reshape(xs) * w.Cast(t).Reshape(wg).Permute(perm).Reshape(ws);
+  Shape ys = {n, cout};
+  ys.insert(ys.end(), kernel.begin(), kernel.end());
+  ys.insert(ys.end(), sp.begin(), sp.end());
+  Tensor y = xw.Sum({3}).Reshape(ys);  // (N, Cout, *k, *sp)
+  // Zero insertion of one tap: (N, Cout, L1, 1, L2, 1, ..) padded to
+  // (.., L_i, s_i, ..), merged and cut to (L_i - 1) * s_i + 1.
+  Shape split = {n, cout}, merged = {n, cout};
+  Pads grow = {{0, 0}, {0, 0}}, cut = {{0, n}, {0, cout}};
+  for (int64_t i = 0; i < nd; ++i) {
+    split.insert(split.end(), {sp[i], 1});
+    grow.insert(grow.end(), {{0, 0}, {0, stride[i] - 1}});
+    merged.push_back(sp[i] * stride[i]);
+    cut.push_back({0, (sp[i] - 1) * stride[i] + 1});
+  }
+  Tensor acc;
+  bool any = false;
+  std::vector<int64_t> tap(nd, 0);
+  for (int64_t flat = 0; flat < kiln::Prod(kernel); ++flat) {
+    for (int64_t i = nd - 1, r = flat; i >= 0; --i) tap[i] = r % kernel[i], r /= kernel[i];
+    Pads b = {{0, n}, {0, cout}}, place = {{0, 0}, {0, 0}};
+    bool hit = true;
+    for (int64_t i = 0; i < nd; ++i) {
+      b.push_back({tap[i], tap[i] + 1});
+      int64_t up = (sp[i] - 1) * stride[i] + 1;
+      int64_t lo = tap[i] * dilation[i] - padding[i].first, hi = out[i] - lo - up;
+      hit &= std::max<int64_t>(0, -lo) < up - std::max<int64_t>(0, -hi);
+      place.push_back({lo, hi});
+    }
+    if (!hit) continue;  // this tap lands entirely in the cropped padding
+    for (int64_t i = 0; i < nd; ++i) b.push_back({0, sp[i]});
+    Tensor spread = y.Shrink(b).Reshape(split).Pad(grow).Reshape(merged).Shrink(cut).Pad(place);
+    acc = any ? acc + spread : spread;
+    any = true;
+  }
+  Shape os = {n, cout};
+  os.insert(os.end(), out.begin(), out.end());
+  if (!any) acc = Tensor::Zeros(x.engine(), os, t, x.device());
+  if (!bias) return acc;
+  Shape bs(os.size(), 1);
+  bs[1] = cout;
+  return acc + bias->Cast(t).Reshape(bs);
+}
+}  // namespace
+
+Tensor Tensor::ConvTranspose(const Tensor& w_in, const Tensor* bias, const ConvOptions& o,
+                             const std::vector<int64_t>& output_padding) const {
+  if (!ok()) return *this;
+  if (!w_in.ok()) return w_in;
+  if (ndim() < 3 || w_in.ndim() != ndim())
+    return Fail(*this, absl::StrCat("conv_transpose: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()),
+                                    " must be (N,C,*spatial) and (Cin,Cout/groups,*kernel)"));
+  const int64_t nd = ndim() - 2;
+  const int64_t cin = shape()[1], g = o.groups;
+  if (g < 1 || cin % g != 0 || w_in.shape()[0] != cin)
+    return Fail(*this, absl::StrCat("conv_transpose: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()), " do not match with groups=", g));
+  const int64_t cout_g = w_in.shape()[1];
+  std::vector<int64_t> kernel(w_in.shape().begin() + 2, w_in.shape().end());
+  std::vector<int64_t> stride = OrDefault(o.stride, nd, 1);
+  std::vector<int64_t> dilation = OrDefault(o.dilation, nd, 1);
+  std::vector<int64_t> opad = OrDefault(output_padding, nd, 0);
+  for (auto s : {CheckOption("conv_transpose", "stride", stride, nd, 1),
+                 CheckOption("conv_transpose", "dilation", dilation, nd, 1),
+                 CheckOption("conv_transpose", "output_padding", opad, nd, 0)})
+    if (!s.ok()) return TensorInternal::ErrorLike(*this, s);
+  Pads padding = o.padding.empty() ? Pads(nd, {0, 0}) : o.padding;
+  if (static_cast<int64_t>(padding.size()) != nd)
+    return Fail(*this, absl::StrCat("conv_transpose: ", padding.size(), " paddings for ", nd,
+                                    " spatial dims"));
+  for (int64_t i = 0; i < nd; ++i)
+    if (shape()[2 + i] == 0) return Fail(*this, "conv_transpose: empty spatial dim");
+  if (bias && !bias->ok()) return *bias;
+  if (bias && bias->numel() != g * cout_g)
+    return Fail(*this, absl::StrCat("conv_transpose: bias ", ShapeStr(bias->shape()), " for ",
+                                    g * cout_g, " output channels"));
+  bool unit_stride = std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; });
+  if (!unit_stride)
+    return ScatterConvTranspose(*this, w_in, bias, kernel, stride, dilation, padding, opad, g);
+  // Stride 1: a convolution with the flipped, transposed weights (Cout, Cin/G, *k).
+  Shape wg = {g, cin / g, cout_g};
+  wg.insert(wg.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> perm = {0, 2, 1};
+  for (int64_t i = 0; i < nd; ++i) perm.push_back(3 + i);
+  Shape wc = {g * cout_g, cin / g};
+  wc.insert(wc.end(), kernel.begin(), kernel.end());
+  Tensor w = w_in.Reshape(wg).Permute(perm).Reshape(wc).Flip(AxisRange(2, nd));
+  ConvOptions co;
+  co.dilation = dilation;
+  co.groups = g;
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t span = dilation[i] * (kernel[i] - 1);
+    co.padding.push_back({span - padding[i].first, span - padding[i].second + opad[i]});
+  }
+  return Conv(w, bias, co);
+}
+
+// ---------------- pooling ----------------
+
+namespace {
+// Per pooled dim: input length, kernel, stride, dilation, pads and output.
+struct PoolDim {
+  int64_t in, k, s, d, pb, pa, out, extra;
+};
+
+absl::StatusOr<std::vector<PoolDim>> PoolGeometry(const char* op, const Tensor& x,
+                                                  const Tensor::PoolOptions& o) {
+  size_t nk = o.kernel.size();
+  if (nk == 0 || static_cast<int>(nk) > x.ndim())
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": kernel ", VecStr(o.kernel), " for shape ", ShapeStr(x.shape())));
+  std::vector<int64_t> stride = OrDefault(o.stride, nk, 0);
+  if (o.stride.empty()) stride = o.kernel;
+  std::vector<int64_t> dilation = OrDefault(o.dilation, nk, 1);
+  RETURN_IF_ERROR(CheckOption(op, "kernel", o.kernel, nk, 1));
+  RETURN_IF_ERROR(CheckOption(op, "stride", stride, nk, 1));
+  RETURN_IF_ERROR(CheckOption(op, "dilation", dilation, nk, 1));
+  Pads padding = o.padding.empty() ? Pads(nk, {0, 0}) : o.padding;
+  if (padding.size() != nk)
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", padding.size(), " paddings for ", nk, " kernel dims"));
+  std::vector<PoolDim> dims;
+  int lead = x.ndim() - static_cast<int>(nk);
+  for (size_t i = 0; i < nk; ++i) {
+    PoolDim p{x.shape()[lead + i], o.kernel[i],       stride[i], dilation[i],
+              padding[i].first,    padding[i].second, 0,         0};
+    if (p.pb < 0 || p.pa < 0)
+      return absl::InvalidArgumentError(absl::StrCat(op, ": negative padding"));
+    int64_t span = p.d * (p.k - 1) + 1, eff = p.in + p.pb + p.pa;
+    if (eff < span)
+      return absl::InvalidArgumentError(absl::StrCat(op, ": window ", span, " is larger than the",
+                                                     " padded input of shape ",
+                                                     ShapeStr(x.shape())));
+    p.out = (eff - span) / p.s + 1;
+    if (o.ceil_mode) {
+      p.out = (eff - span + p.s - 1) / p.s + 1;
+      // The last window must start inside the input or the front padding.
+      if ((p.out - 1) * p.s >= p.in + p.pb) --p.out;
+    }
+    p.extra = std::max<int64_t>(0, (p.out - 1) * p.s + span - eff);
+    dims.push_back(p);
+  }
+  return dims;
+}
+
+Pads PoolPads(const std::vector<PoolDim>& dims) {
+  Pads p;
+  for (const PoolDim& d : dims) p.push_back({d.pb, d.pa + d.extra});
+  return p;
+}
+std::vector<int64_t> Field(const std::vector<PoolDim>& dims, int64_t PoolDim::*f) {
+  std::vector<int64_t> v;
+  for (const PoolDim& d : dims) v.push_back(d.*f);
+  return v;
+}
+}  // namespace
+
+Tensor Tensor::MaxPool(const PoolOptions& o) const {
+  if (!ok()) return *this;
+  auto dims = PoolGeometry("max_pool", *this, o);
+  if (!dims.ok()) return TensorInternal::ErrorLike(*this, dims.status());
+  Tensor w = Pool(o.kernel, Field(*dims, &PoolDim::s), Field(*dims, &PoolDim::d), PoolPads(*dims),
+                  MaxIdentity(dtype()));
+  return w.Max(AxisRange(-static_cast<int64_t>(dims->size()), dims->size()));
+}
+
+Tensor Tensor::AvgPool(const PoolOptions& o) const {
+  if (!ok()) return *this;
+  auto dims_or = PoolGeometry("avg_pool", *this, o);
+  if (!dims_or.ok()) return TensorInternal::ErrorLike(*this, dims_or.status());
+  const std::vector<PoolDim>& dims = *dims_or;
+  DType t = dtype() == dtypes::kFloat64 ? dtype() : dtypes::kFloat32;
+  Tensor x = Cast(t);
+  Tensor sum = x.Pool(o.kernel, Field(dims, &PoolDim::s), Field(dims, &PoolDim::d), PoolPads(dims))
+                   .Sum(AxisRange(-static_cast<int64_t>(dims.size()), dims.size()));
+  if (!sum.ok()) return sum;
+  // The divisor per output position: a product of per-dim counts of the
+  // window elements inside the input (or inside input + pads).
+  std::vector<float> count = {1.0f};
+  Shape out_shape;
+  for (const PoolDim& d : dims) {
+    std::vector<float> next;
+    for (float c : count) {
+      for (int64_t i = 0; i < d.out; ++i) {
+        int64_t n = 0;
+        for (int64_t j = 0; j < d.k; ++j) {
+          int64_t pos = i * d.s - d.pb + j * d.d;
+          n += o.count_include_pad ? (pos >= -d.pb && pos < d.in + d.pa) : (pos >= 0 && pos < d.in);
+        }
+        next.push_back(c * static_cast<float>(std::max<int64_t>(n, 1)));
+      }
+    }
+    count = std::move(next);
+    out_shape.push_back(d.out);
+  }
+  Tensor div = FromVector(engine(), count, out_shape, dtypes::kFloat32, device());
+  Tensor r = sum / div.Cast(t);
+  return dtype().IsFloat() ? r.Cast(dtype()) : r;
+}
+
+Tensor Tensor::GlobalAvgPool() const {
+  if (!ok()) return *this;
+  if (ndim() < 2) return Fail(*this, absl::StrCat("global_avg_pool: shape ", ShapeStr(shape())));
+  if (ndim() == 2) return *this;
+  if (dtype() == dtypes::kFloat16 || dtype() == dtypes::kBFloat16)
+    return Cast(dtypes::kFloat32).Mean(AxisRange(2, ndim() - 2), true).Cast(dtype());
+  return Mean(AxisRange(2, ndim() - 2), true);
+}
+
+Tensor Tensor::GlobalMaxPool() const {
+  if (!ok()) return *this;
+  if (ndim() < 2) return Fail(*this, absl::StrCat("global_max_pool: shape ", ShapeStr(shape())));
+  if (ndim() == 2) return *this;
+  return Max(AxisRange(2, ndim() - 2), true);
+}
+
+// ---------------- resize ----------------
+
+namespace {
+// Source coordinate of output index `x` (ONNX coordinate_transformation_mode).
+double SourceCoord(Tensor::CoordMode m, int64_t x, int64_t in, int64_t out) {
+  double scale = static_cast<double>(out) / static_cast<double>(in);
+  switch (m) {
+    case Tensor::CoordMode::kHalfPixel:
+      return (static_cast<double>(x) + 0.5) / scale - 0.5;
+    case Tensor::CoordMode::kPytorchHalfPixel:
+      return out > 1 ? (static_cast<double>(x) + 0.5) / scale - 0.5 : -0.5;
+    case Tensor::CoordMode::kAlignCorners:
+      return out == 1 ? 0.0
+                      : static_cast<double>(x) * static_cast<double>(in - 1) /
+                            static_cast<double>(out - 1);
+    case Tensor::CoordMode::kAsymmetric:
+      return static_cast<double>(x) / scale;
+  }
+  return 0;
+}
+
+int64_t NearestIndex(Tensor::NearestMode m, double c) {
+  double f = std::floor(c);
+  switch (m) {
+    case Tensor::NearestMode::kRoundPreferFloor:
+      return static_cast<int64_t>(c - f == 0.5 ? f : std::round(c));
+    case Tensor::NearestMode::kRoundPreferCeil:
+      return static_cast<int64_t>(c - f == 0.5 ? f + 1 : std::round(c));
+    case Tensor::NearestMode::kFloor:
+      return static_cast<int64_t>(f);
+    case Tensor::NearestMode::kCeil:
+      return static_cast<int64_t>(std::ceil(c));
+  }
+  return 0;
+}
+}  // namespace
+
+Tensor Tensor::Resize(const Shape& sizes, ResizeMode mode, CoordMode coord,
+                      NearestMode nearest) const {
+  if (!ok()) return *this;
+  if (static_cast<int>(sizes.size()) != ndim())
+    return Fail(*this,
+                absl::StrCat("resize: sizes ", VecStr(sizes), " for shape ", ShapeStr(shape())));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0) return Fail(*this, absl::StrCat("resize: negative size ", VecStr(sizes)));
+    if (shape()[i] == 0 && sizes[i] != 0)
+      return Fail(*this, absl::StrCat("resize: cannot resize the empty dim of ", ShapeStr(shape()),
+                                      " to ", VecStr(sizes)));
+  }
+  if (kiln::Prod(sizes) == 0) return Zeros(engine(), sizes, dtype(), device());
+  Tensor r = *this;
+  bool linear = mode == ResizeMode::kLinear;
+  // Linear interpolation computes in float32 (float64 stays float64).
+  DType ct = dtype() == dtypes::kFloat64 ? dtype() : dtypes::kFloat32;
+  if (linear) r = r.Cast(ct);
+  for (int axis = 0; axis < ndim(); ++axis) {
+    int64_t in = shape()[axis], out = sizes[axis];
+    if (in == out) continue;
+    Shape ts(ndim() + 1, 1);  // tables are (out, in) at (axis, axis + 1)
+    ts[axis] = out;
+    ts[axis + 1] = in;
+    Tensor xs = r.Unsqueeze(axis);  // (..., 1, in, ...)
+    Tensor zero = r.Const(int64_t{0}, r.dtype());
+    if (!linear) {
+      // Nearest: a host-built one-hot (out, in) selection table.
+      std::vector<uint8_t> pick(out * in, 0);
+      for (int64_t x = 0; x < out; ++x)
+        pick[x * in + std::clamp<int64_t>(NearestIndex(nearest, SourceCoord(coord, x, in, out)), 0,
+                                          in - 1)] = 1;
+      Tensor sel = Where(FromVector(engine(), pick, ts, dtypes::kBool, device()), xs, zero);
+      r = sel.Sum({axis + 1});
+      if (r.dtype() != dtype()) r = r.Cast(dtype());
+      continue;
+    }
+    // Linear: an (out, in) interpolation matrix with at most two non-zero
+    // weights per row (neighbours clamped to the edge).
+    std::vector<float> wt(out * in, 0.0f);
+    for (int64_t x = 0; x < out; ++x) {
+      double c = SourceCoord(coord, x, in, out);
+      double f = std::floor(c);
+      double frac = c - f;
+      int64_t i0 = std::clamp<int64_t>(static_cast<int64_t>(f), 0, in - 1);
+      int64_t i1 = std::clamp<int64_t>(static_cast<int64_t>(f) + 1, 0, in - 1);
+      wt[x * in + i0] += static_cast<float>(1.0 - frac);
+      wt[x * in + i1] += static_cast<float>(frac);
+    }
+    Tensor w = FromVector(engine(), wt, ts, dtypes::kFloat32, device()).Cast(ct);
+    // Where keeps an inf / nan out of the rows whose weight is 0.
+    r = Where(w.Ne(w.ZerosLike()), xs * w, zero).Sum({axis + 1});
+  }
+  if (linear && !dtype().IsFloat()) return r.Round().Cast(dtype());
+  return r.Cast(dtype());
+}
+
+}  // namespace kiln
