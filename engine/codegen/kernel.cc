@@ -11,7 +11,10 @@
 namespace kiln {
 
 std::string Opt::ToString() const {
-  const char* name = op == OptOp::kUpcast ? "UPCAST" : op == OptOp::kUnroll ? "UNROLL" : "LOCAL";
+  const char* name = op == OptOp::kUpcast   ? "UPCAST"
+                     : op == OptOp::kUnroll ? "UNROLL"
+                     : op == OptOp::kLocal  ? "LOCAL"
+                                            : "GROUP";
   return absl::StrCat(name, "(", axis, ",", amount, vector ? ",vec" : "", ")");
 }
 
@@ -174,9 +177,11 @@ absl::Status Kernel::PadGlobal(int axis, int64_t size) {
 
 absl::Status Kernel::ApplyOpt(const Opt& opt) {
   if (opt.op == OptOp::kLocal) return ApplyLocal(opt);
+  if (opt.op == OptOp::kGroup) return ApplyGroup(opt);
   int axis = opt.op == OptOp::kUpcast ? opt.axis : first_reduce_ + opt.axis;
-  bool ok_axis = opt.op == OptOp::kUpcast ? (opt.axis >= 0 && opt.axis < first_local())
-                                          : (axis >= first_reduce_ && axis < first_upcast());
+  bool ok_axis = opt.op == OptOp::kUpcast
+                     ? (opt.axis >= 0 && opt.axis < first_local())
+                     : (axis >= first_reduce_ + group_dims_ && axis < first_upcast());
   if (!ok_axis) return absl::InvalidArgumentError(absl::StrCat("bad axis for ", opt.ToString()));
   if (opt.amount <= 1 || full_shape_[axis] % opt.amount != 0)
     return absl::InvalidArgumentError(
@@ -199,15 +204,37 @@ absl::Status Kernel::ApplyLocal(const Opt& opt) {
   if (opt.amount <= 1 || full_shape_[opt.axis] % opt.amount != 0)
     return absl::InvalidArgumentError(absl::StrCat(opt.ToString(), " does not divide axis of size ",
                                                    full_shape_[opt.axis]));
-  if (local_dims_ >= 3) return absl::InvalidArgumentError("at most 3 local axes");
-  int64_t threads = opt.amount;
-  for (int i = first_local(); i < first_reduce_; ++i) threads *= full_shape_[i];
+  if (local_dims_ + group_dims_ >= 3) return absl::InvalidArgumentError("at most 3 block axes");
+  int64_t threads = opt.amount * BlockThreads();
   if (threads > opts_.max_local_threads)
     return absl::InvalidArgumentError(absl::StrCat(opt.ToString(), ": ", threads,
                                                    " threads per block is too many"));
   SplitTo(opt.axis, opt.amount, first_reduce_);
   ++first_reduce_;
   ++local_dims_;
+  applied_.push_back(opt);
+  return absl::OkStatus();
+}
+
+int64_t Kernel::BlockThreads() const {
+  int64_t threads = 1;
+  for (int i = first_local(); i < first_reduce_ + group_dims_; ++i) threads *= full_shape_[i];
+  return threads;
+}
+
+absl::Status Kernel::ApplyGroup(const Opt& opt) {
+  if (!opts_.gpu) return absl::InvalidArgumentError("GROUP needs a GPU renderer");
+  const int axis = first_reduce_ + opt.axis;
+  if (axis < first_reduce_ + group_dims_ || axis >= first_upcast())
+    return absl::InvalidArgumentError(absl::StrCat("bad axis for ", opt.ToString()));
+  if (group_dims_ >= 1) return absl::InvalidArgumentError("at most one group axis");
+  if (opt.amount <= 1 || full_shape_[axis] % opt.amount != 0)
+    return absl::InvalidArgumentError(absl::StrCat(opt.ToString(), " does not divide axis of size ",
+                                                   full_shape_[axis]));
+  if (opt.amount * BlockThreads() > opts_.max_local_threads || local_dims_ >= 3)  // 3 block axes
+    return absl::InvalidArgumentError(absl::StrCat(opt.ToString(), ": block too large"));
+  SplitTo(axis, opt.amount, first_reduce_ + group_dims_);
+  ++group_dims_;
   applied_.push_back(opt);
   return absl::OkStatus();
 }

@@ -2,16 +2,21 @@
 //
 // All memory ops of the AST (LOAD, STORE, VALID) view the same iteration
 // space, the "full shape". Its axes are laid out as
-//   [global axes][local axes][reduce axes][upcast axes]
+//   [global axes][local axes][group axes][reduce axes][upcast axes]
 // Global axes become loops (the first one split across CPU threads) or GPU
 // grid dims; local axes (GPU only) become block / workgroup dims; reduce
-// axes become inner loops; upcast axes are unrolled into the kernel body,
-// one of them as an explicit vector (float8...).
+// axes become inner loops; group axes (GPU only) are reduce axes split across
+// the threads of a block, whose partial results are combined through local
+// memory after a barrier; upcast axes are unrolled into the kernel body, one
+// of them as an explicit vector (float8...).
 // Optimizations (OptOps) reshape and permute every view alike:
 //   UPCAST(axis, n)  split a global axis and unroll n copies
 //   UNROLL(axis, n)  the same for a reduce axis
 //   LOCAL(axis, n)   split a global axis into (size/n, n); the n part becomes
 //                    the innermost local axis (GPU threads of one block)
+//   GROUP(axis, n)   split a reduce axis into (size/n, n); the n part becomes
+//                    a group axis (n threads of a block share one reduction);
+//                    at most one group axis
 // PadGlobal rounds a global axis up to a multiple (GPU bounds guard: the
 // padded region is masked in every view, so its loads and stores are gated).
 // Hand-coded heuristics pick them (HandCodedOptimizations; the GPU ones when
@@ -41,11 +46,11 @@ struct RendererOptions {
   int preferred_local_threads = 256;
 };
 
-enum class OptOp { kUpcast, kUnroll, kLocal };
+enum class OptOp { kUpcast, kUnroll, kLocal, kGroup };
 
 struct Opt {
   OptOp op;
-  int axis;     // UPCAST / LOCAL: global axis index; UNROLL: index among reduce axes
+  int axis;     // UPCAST / LOCAL: global axis index; UNROLL / GROUP: index among reduce axes
   int64_t amount;
   bool vector = false;  // this upcast becomes the vector lane axis
   std::string ToString() const;
@@ -64,6 +69,8 @@ class Kernel {
   // First local axis (== first_reduce() when there are none).
   int first_local() const { return first_reduce_ - local_dims_; }
   int local_dims() const { return local_dims_; }
+  // Group axes are [first_reduce(), first_reduce() + group_dims()).
+  int group_dims() const { return group_dims_; }
   int upcasted() const { return upcasted_; }
   int first_upcast() const { return ndim() - upcasted_; }
   // Vector lane axis (an upcast axis) and its width; -1 / 1 if none.
@@ -92,6 +99,8 @@ class Kernel {
   // axis -> (s/amount, amount), the amount part moved to position `dest`.
   void SplitTo(int axis, int64_t amount, int dest);
   absl::Status ApplyLocal(const Opt& opt);
+  absl::Status ApplyGroup(const Opt& opt);
+  int64_t BlockThreads() const;  // product of the local and group axes
   void GpuOptimizations();  // kernel_gpu.cc
   void MergeAdjacent();
   void DropUnitAxes();
@@ -106,6 +115,7 @@ class Kernel {
   int first_reduce_ = 0;
   int upcasted_ = 0;
   int local_dims_ = 0;
+  int group_dims_ = 0;
   int vector_axis_ = -1;
   std::vector<Opt> applied_;
 };

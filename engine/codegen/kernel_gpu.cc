@@ -1,4 +1,7 @@
 // Hand-coded optimizations for GPU renderers (RendererOptions::gpu):
+//   0. reduce kernels with few outputs and a long reduction: GROUP the last
+//      reduce axis over up to 256 threads of a block (partial sums combined
+//      in local memory), so one output is not one lonely thread;
 //   1. reduce kernels with inputs broadcast along output axes (matmul,
 //      conv): a 4x4 register tile per thread (UPCAST 4 on two such axes),
 //      while enough threads remain to fill the card;
@@ -60,13 +63,19 @@ void Kernel::GpuOptimizations() {
 
   int tiled = 0;
   if (reduce_) {
+    // 0. Cooperative reductions.
+    const int lr = first_upcast() - 1;
+    if (lr >= first_reduce_ && global_threads() < 4096 && full_shape_[lr] >= 128) {
+      int64_t g = Pow2Divisor(full_shape_[lr], opts_.preferred_local_threads);
+      if (g >= 16) (void)ApplyOpt({OptOp::kGroup, lr - first_reduce_, g});
+    }
     // 1. Register tiles, innermost axes first.
     std::vector<int> axes;
     if (inner >= 0) axes.push_back(inner);
     for (int i = first_local() - 1; i >= 0; --i)
       if (i != inner) axes.push_back(i);
     for (int i : axes) {
-      if (tiled == 2) break;
+      if (tiled == 2 || group_dims_ > 0) break;
       if (!broadcast_along(i) || full_shape_[i] % 4 != 0) continue;
       if (global_threads() / 4 < 16384) break;  // keep enough threads to fill the GPU
       if (ApplyOpt({OptOp::kUpcast, i, 4}).ok()) ++tiled;
@@ -79,12 +88,15 @@ void Kernel::GpuOptimizations() {
   }
   if (inner < 0) return;
 
-  // 3. Blocks.
-  const int64_t target = std::min(opts_.preferred_local_threads, opts_.max_local_threads);
+  // 3. Blocks (sharing them with the group threads).
+  const int64_t target = std::max<int64_t>(
+      1, std::min(opts_.preferred_local_threads, opts_.max_local_threads) / BlockThreads());
   int64_t n = full_shape_[inner];
   int64_t first_cap = tiled == 2 ? 16 : target;
   int64_t l;
-  if (n <= first_cap) {
+  if (target == 1) {
+    l = 1;
+  } else if (n <= first_cap) {
     l = n;
   } else {
     l = Pow2Divisor(n, first_cap);

@@ -154,7 +154,9 @@ class Lowerer {
     if (k_.options().gpu) {
       RETURN_IF_ERROR(MapSpecials(0, k_.first_local(), "gidx", {int64_t{2147483647}, 65535, 65535},
                                   &p.global));
-      RETURN_IF_ERROR(MapSpecials(k_.first_local(), fr, "lidx", {1024, 1024, 64}, &p.local));
+      // Block dims: local axes, then the group axis (a reduce axis).
+      RETURN_IF_ERROR(MapSpecials(k_.first_local(), fr + k_.group_dims(), "lidx", {1024, 1024, 64},
+                                  &p.local));
     }
     for (int a = 0; a < fr && !k_.options().gpu; ++a) {
       int64_t s = k_.full_shape()[a];
@@ -184,7 +186,7 @@ class Lowerer {
         cur[g] = acc[g];
       }
       int reduce_loops = 0;
-      for (int a = fr; a < fu; ++a) {
+      for (int a = fr + k_.group_dims(); a < fu; ++a) {
         int64_t s = k_.full_shape()[a];
         if (s == 1) {
           idx_[a] = UOp::ConstInt(0);
@@ -224,6 +226,7 @@ class Lowerer {
         }
         reduce_result_[Key(gcombos[g])] = res;
       }
+      if (k_.group_dims() > 0) CombineGroup(rop, dt, gcombos, &range_id);
     }
     // Post-reduce values and the store, for each global upcast copy.
     for (const auto& gc : Combos(g_axes_)) {
@@ -264,6 +267,51 @@ class Lowerer {
     std::string s;
     for (const auto& [a, v] : c) absl::StrAppend(&s, a, "=", v, ";");
     return s;
+  }
+
+  // GROUP: each thread of a group holds a partial result; they meet in local
+  // memory (one slot per thread of the block), and after a barrier every
+  // thread of the group combines the group's slots (all store the same
+  // value).
+  void CombineGroup(Op rop, DType dt, const std::vector<std::map<int, int64_t>>& gcombos,
+                    int* range_id) {
+    const int ga = k_.first_reduce();  // the group axis
+    const int64_t group = k_.full_shape()[ga];
+    UOpRef slot = UOp::ConstInt(0), base = UOp::ConstInt(0);
+    int64_t block = 1, stride = 1;
+    for (int a = ga; a >= k_.first_local(); --a) {  // row-major, innermost first
+      if (a == ga) {
+        stride = block;
+      } else {
+        base = base + idx_[a] * block;
+      }
+      slot = slot + idx_[a] * block;
+      block *= k_.full_shape()[a];
+    }
+    slot = Simplify(slot);
+    UOpList stores, temps;
+    for (size_t g = 0; g < gcombos.size(); ++g) {
+      UOpRef temp = UOp::Make(Op::kDefineLocal, dt.Ptr(), {},
+                              Arg(std::vector<int64_t>{static_cast<int64_t>(g), block}));
+      UOpRef st = UOp::Make(Op::kStore, dtypes::kVoid,
+                            {temp, slot, reduce_result_.at(Key(gcombos[g]))});
+      em_.Emit(st, true);
+      stores.push_back(st);
+      temps.push_back(temp);
+    }
+    em_.Emit(UOp::Make(Op::kBarrier, dtypes::kVoid, stores), true);
+    for (size_t g = 0; g < gcombos.size(); ++g) {
+      UOpRef acc = UOp::Make(Op::kDefineAcc, dt, {Identity(rop, dt)},
+                             Arg(static_cast<int64_t>(acc_id_++)));
+      em_.Emit(acc, true);
+      UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(group)},
+                           Arg(std::vector<int64_t>{(*range_id)++, 0}));
+      em_.OpenLoop(r);
+      UOpRef v = UOp::Make(Op::kLoad, dt, {temps[g], Simplify(base + r * stride)});
+      em_.Emit(UOp::Make(Op::kAssign, dt, {acc, Alu(rop, {acc, v})}), true);
+      em_.CloseLoop();
+      reduce_result_[Key(gcombos[g])] = acc;
+    }
   }
 
   // Maps axes [begin, end) (all non-unit ones) to at most three SPECIAL
@@ -498,7 +546,8 @@ void EstimateCosts(LinearProgram* p, const std::vector<int64_t>& buffer_bytes) {
     int lanes = u->dtype().count;
     if (IsAlu(u->op()) && !addr.count(u.get()))
       flops += mult * lanes * (u->op() == Op::kMulAcc ? 2 : 1);
-    if (u->op() == Op::kLoad || u->op() == Op::kStore) {
+    if ((u->op() == Op::kLoad || u->op() == Op::kStore) &&
+        u->src(0)->op() == Op::kDefineGlobal) {  // not local memory
       int b = static_cast<int>(u->src(0)->arg().Int());
       DType dt = u->op() == Op::kLoad ? u->dtype() : u->src(2)->dtype();
       if (b < static_cast<int>(touched.size())) touched[b] += mult * dt.ItemSize();

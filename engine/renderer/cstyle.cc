@@ -26,7 +26,8 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
   std::set<int64_t> stored;
   for (const UOpRef& u : uops) {
     for (const UOpRef& s : u->src()) uses_[s.get()]++;
-    if (u->op() == Op::kStore) stored.insert(u->src(0)->arg().Int());
+    if (u->op() == Op::kStore && u->src(0)->op() == Op::kDefineGlobal)
+      stored.insert(u->src(0)->arg().Int());
   }
   Signature sig;
   sig.name = name;
@@ -67,7 +68,18 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
         expr_[&x] = n;
         break;
       }
-      case Op::kConst: expr_[&x] = Literal(x); break;
+      case Op::kDefineLocal: {
+        std::string n = absl::StrCat("temp", x.arg().Ints()[0]);
+        Line(&body, LocalArray(Type(x.dtype().Scalar()), n, x.arg().Ints()[1]));
+        expr_[&x] = n;
+        break;
+      }
+      case Op::kBarrier:
+        Line(&body, Barrier());
+        break;
+      case Op::kConst:
+        expr_[&x] = Literal(x);
+        break;
       case Op::kRange: {
         std::string n = absl::StrCat("ridx", x.arg().Ints()[0]);
         Line(&body, absl::StrCat("for (int ", n, " = ", E(x.src(0)), "; ", n, " < ", E(x.src(1)),
@@ -90,7 +102,9 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
         Line(&body, absl::StrCat(E(x.src(0)), " = ", E(x.src(1)), ";"));
         expr_[&x] = E(x.src(0));
         break;
-      case Op::kStore: Line(&body, Store(x)); break;
+      case Op::kStore:
+        Line(&body, Store(x));
+        break;
       default: {
         std::string e = Value(x);
         bool inline_ok = x.op() != Op::kLoad && uses_[&x] <= 1 && x.op() != Op::kBitcast;
@@ -169,7 +183,9 @@ std::string CStyleRenderer::Load(const UOp& x) {
   Type(t);  // scalar check
   std::string raw = absl::StrCat(E(x.src(0)), "[", E(x.src(1)), "]");
   std::string e = raw;
-  if (t.scalar == ScalarType::kFloat16) {
+  if (x.src(0)->op() == Op::kDefineLocal) {
+    // Local memory holds computed values.
+  } else if (t.scalar == ScalarType::kFloat16) {
     half_ = true;
     e = absl::StrCat("kiln_h2f(", raw, ")");
   } else if (t.scalar == ScalarType::kBFloat16) {
@@ -186,7 +202,9 @@ std::string CStyleRenderer::Store(const UOp& x) {
   DType t = x.src(2)->dtype();
   Type(t);  // scalar check
   std::string val = E(x.src(2));
-  if (t.scalar == ScalarType::kFloat16) {
+  if (x.src(0)->op() == Op::kDefineLocal) {
+    // Local memory holds computed values.
+  } else if (t.scalar == ScalarType::kFloat16) {
     half_ = true;
     val = absl::StrCat("kiln_f2h(", val, ")");
   } else if (t.scalar == ScalarType::kBFloat16) {
@@ -205,7 +223,8 @@ std::string CStyleRenderer::Value(const UOp& x) {
   bool is_double = t.scalar == ScalarType::kFloat64;
   auto bin = [&](const char* op) { return absl::StrCat("(", src(0), op, src(1), ")"); };
   switch (x.op()) {
-    case Op::kLoad: return Load(x);
+    case Op::kLoad:
+      return Load(x);
     case Op::kCast:
       if (t.IsBool()) return absl::StrCat("(", src(0), "!=0)");
       return Round(t, Convert(x.src(0)->dtype(), t, ty, src(0)));
@@ -215,27 +234,43 @@ std::string CStyleRenderer::Value(const UOp& x) {
       std::string ft = IsHalfLike(from) ? bits16 : Type(from);
       std::string tt = IsHalfLike(t) ? bits16 : ty;
       std::string sv = src(0);
-      if (from.scalar == ScalarType::kFloat16) half_ = true, sv = absl::StrCat("kiln_f2h(", sv, ")");
-      if (from.scalar == ScalarType::kBFloat16) bf16_ = true, sv = absl::StrCat("kiln_f2bf(", sv, ")");
+      if (from.scalar == ScalarType::kFloat16)
+        half_ = true, sv = absl::StrCat("kiln_f2h(", sv, ")");
+      if (from.scalar == ScalarType::kBFloat16)
+        bf16_ = true, sv = absl::StrCat("kiln_f2bf(", sv, ")");
       std::string e = Bitcast(ft, tt, sv);
       if (t.scalar == ScalarType::kFloat16) half_ = true, e = absl::StrCat("kiln_h2f(", e, ")");
       if (t.scalar == ScalarType::kBFloat16) bf16_ = true, e = absl::StrCat("kiln_bf2f(", e, ")");
       return e;
     }
-    case Op::kNeg: return Round(t, absl::StrCat("(-(", src(0), "))"));
-    case Op::kRecip: return Round(t, absl::StrCat("(", is_double ? "1.0" : "1.0f", "/", src(0), ")"));
-    case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kTrunc: {
-      const char* fn = x.op() == Op::kExp2 ? "exp2" : x.op() == Op::kLog2 ? "log2"
-                     : x.op() == Op::kSin ? "sin" : x.op() == Op::kSqrt ? "sqrt" : "trunc";
+    case Op::kNeg:
+      return Round(t, absl::StrCat("(-(", src(0), "))"));
+    case Op::kRecip:
+      return Round(t, absl::StrCat("(", is_double ? "1.0" : "1.0f", "/", src(0), ")"));
+    case Op::kExp2:
+    case Op::kLog2:
+    case Op::kSin:
+    case Op::kSqrt:
+    case Op::kTrunc: {
+      const char* fn = x.op() == Op::kExp2   ? "exp2"
+                       : x.op() == Op::kLog2 ? "log2"
+                       : x.op() == Op::kSin  ? "sin"
+                       : x.op() == Op::kSqrt ? "sqrt"
+                                             : "trunc";
       return Round(t, absl::StrCat(MathFn(fn, is_double), "(", src(0), ")"));
     }
     case Op::kPow:
       return Round(t, absl::StrCat(MathFn("pow", is_double), "(", src(0), ",", src(1), ")"));
-    case Op::kAdd: return Round(t, bin("+"));
-    case Op::kSub: return Round(t, bin("-"));
-    case Op::kMul: return Round(t, bin("*"));
-    case Op::kFDiv: return Round(t, bin("/"));
-    case Op::kIDiv: case Op::kMod: {
+    case Op::kAdd:
+      return Round(t, bin("+"));
+    case Op::kSub:
+      return Round(t, bin("-"));
+    case Op::kMul:
+      return Round(t, bin("*"));
+    case Op::kFDiv:
+      return Round(t, bin("/"));
+    case Op::kIDiv:
+    case Op::kMod: {
       const char* op = x.op() == Op::kIDiv ? "/" : "%";
       const UOp& d = *x.src(1);
       bool safe = d.IsConst() && !d.IsConstInt(0) && !d.IsConstInt(-1);
@@ -248,23 +283,30 @@ std::string CStyleRenderer::Value(const UOp& x) {
     }
     case Op::kMax:
       return absl::StrCat("((", src(0), ")>(", src(1), ")?(", src(0), "):(", src(1), "))");
-    case Op::kCmpLt: return bin("<");
-    case Op::kCmpNe: return bin("!=");
-    case Op::kCmpEq: return bin("==");
-    case Op::kAnd: return Round(t, bin("&"));
-    case Op::kOr: return Round(t, bin("|"));
-    case Op::kXor: return Round(t, bin("^"));
-    case Op::kShl: case Op::kShr: {
+    case Op::kCmpLt:
+      return bin("<");
+    case Op::kCmpNe:
+      return bin("!=");
+    case Op::kCmpEq:
+      return bin("==");
+    case Op::kAnd:
+      return Round(t, bin("&"));
+    case Op::kOr:
+      return Round(t, bin("|"));
+    case Op::kXor:
+      return Round(t, bin("^"));
+    case Op::kShl:
+    case Op::kShr: {
       int bits = t.ScalarSize() * 8;
       return Round(t, absl::StrCat("(", src(0), x.op() == Op::kShl ? "<<" : ">>", "((", src(1),
                                    ")&", bits - 1, "))"));
     }
-    case Op::kWhere: return absl::StrCat("(", src(0), "?", src(1), ":", src(2), ")");
+    case Op::kWhere:
+      return absl::StrCat("(", src(0), "?", src(1), ":", src(2), ")");
     case Op::kMulAcc:
-      if (!t.IsFloat())
-        return Round(t, absl::StrCat("((", src(0), "*", src(1), ")+", src(2), ")"));
-      return Round(t, absl::StrCat(MathFn("fma", is_double), "(", src(0), ",", src(1), ",",
-                                   src(2), ")"));
+      if (!t.IsFloat()) return Round(t, absl::StrCat("((", src(0), "*", src(1), ")+", src(2), ")"));
+      return Round(
+          t, absl::StrCat(MathFn("fma", is_double), "(", src(0), ",", src(1), ",", src(2), ")"));
     default:
       KILN_CHECK(false, DialectName(), ": cannot render ", x.Describe());
   }

@@ -5,7 +5,8 @@
 // non-finite literals, bitcasts and the float16 / bfloat16 helpers.
 //
 // GPU kernels are scalar per thread (the GPU heuristics make no vector
-// upcasts). float16 / bfloat16 values are stored as 16-bit patterns and
+// upcasts). Local memory (DEFINE_LOCAL) holds values in their computed type
+// (float for float16 / bfloat16), so its loads and stores convert nothing. float16 / bfloat16 values are stored as 16-bit patterns and
 // computed in float, rounded to their type after every operation, like the
 // interpreter and the C renderer.
 //
@@ -35,7 +36,7 @@ class CStyleRenderer {
   // What the dialect's kernel wrapper needs to know.
   struct Signature {
     std::string name;
-    std::vector<std::string> params;     // rendered parameter declarations
+    std::vector<std::string> params;           // rendered parameter declarations
     std::array<int64_t, 3> local = {1, 1, 1};  // block size from the lidx SPECIALs
     bool uses_double = false;
   };
@@ -74,6 +75,10 @@ class CStyleRenderer {
     (void)from, (void)to;
     return "((" + ty + ")(" + v + "))";
   }
+  // Declaration of a local (shared) memory array and the block barrier.
+  virtual std::string LocalArray(const std::string& type, const std::string& name,
+                                 int64_t size) const = 0;
+  virtual std::string Barrier() const = 0;
   // Name used in messages ("CUDA renderer").
   virtual std::string DialectName() const = 0;
 

@@ -46,19 +46,32 @@ class CudaRenderer : public CStyleRenderer {
  protected:
   std::string ScalarC(ScalarType s) const override {
     switch (s) {
-      case ScalarType::kBool: return "bool";
-      case ScalarType::kInt8: return "signed char";
-      case ScalarType::kInt16: return "short";
-      case ScalarType::kInt32: return "int";
-      case ScalarType::kInt64: return "long long";
-      case ScalarType::kUInt8: return "unsigned char";
-      case ScalarType::kUInt16: return "unsigned short";
-      case ScalarType::kUInt32: return "unsigned int";
-      case ScalarType::kUInt64: return "unsigned long long";
-      case ScalarType::kFloat16: case ScalarType::kBFloat16: case ScalarType::kFloat32:
+      case ScalarType::kBool:
+        return "bool";
+      case ScalarType::kInt8:
+        return "signed char";
+      case ScalarType::kInt16:
+        return "short";
+      case ScalarType::kInt32:
+        return "int";
+      case ScalarType::kInt64:
+        return "long long";
+      case ScalarType::kUInt8:
+        return "unsigned char";
+      case ScalarType::kUInt16:
+        return "unsigned short";
+      case ScalarType::kUInt32:
+        return "unsigned int";
+      case ScalarType::kUInt64:
+        return "unsigned long long";
+      case ScalarType::kFloat16:
+      case ScalarType::kBFloat16:
+      case ScalarType::kFloat32:
         return "float";
-      case ScalarType::kFloat64: return "double";
-      default: return "void";
+      case ScalarType::kFloat64:
+        return "double";
+      default:
+        return "void";
     }
   }
   std::string BufferParam(const std::string& storage, const std::string& name,
@@ -77,10 +90,14 @@ class CudaRenderer : public CStyleRenderer {
       case ScalarType::kInt64:
         return v == std::numeric_limits<int64_t>::min() ? "-9223372036854775807ll-1"
                                                         : absl::StrCat(v, "ll");
-      case ScalarType::kUInt64: return absl::StrCat(static_cast<uint64_t>(v), "ull");
-      case ScalarType::kUInt32: return absl::StrCat(v, "u");
-      case ScalarType::kInt32: return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
-      default: return absl::StrCat(v);
+      case ScalarType::kUInt64:
+        return absl::StrCat(static_cast<uint64_t>(v), "ull");
+      case ScalarType::kUInt32:
+        return absl::StrCat(v, "u");
+      case ScalarType::kInt32:
+        return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
+      default:
+        return absl::StrCat(v);
     }
   }
   std::string NonFinite(bool is_double, bool nan) const override {
@@ -99,10 +116,14 @@ class CudaRenderer : public CStyleRenderer {
     // a C++ cast of an out-of-range value is undefined behaviour.
     const char* f = from.scalar == ScalarType::kFloat64 ? "__double2" : "__float2";
     switch (to.scalar) {
-      case ScalarType::kInt32: return absl::StrCat(f, "int_rz(", v, ")");
-      case ScalarType::kUInt32: return absl::StrCat(f, "uint_rz(", v, ")");
-      case ScalarType::kInt64: return absl::StrCat(f, "ll_rz(", v, ")");
-      case ScalarType::kUInt64: return absl::StrCat(f, "ull_rz(", v, ")");
+      case ScalarType::kInt32:
+        return absl::StrCat(f, "int_rz(", v, ")");
+      case ScalarType::kUInt32:
+        return absl::StrCat(f, "uint_rz(", v, ")");
+      case ScalarType::kInt64:
+        return absl::StrCat(f, "ll_rz(", v, ")");
+      case ScalarType::kUInt64:
+        return absl::StrCat(f, "ull_rz(", v, ")");
       default: {
         int bits = to.ScalarSize() * 8;
         int64_t lo = to.IsUnsigned() ? 0 : -(int64_t{1} << (bits - 1));
@@ -115,6 +136,11 @@ class CudaRenderer : public CStyleRenderer {
                       const std::string& v) const override {
     return absl::StrCat("kiln_bitcast<", to, ">(", v, ")");
   }
+  std::string LocalArray(const std::string& type, const std::string& name,
+                         int64_t size) const override {
+    return absl::StrCat("__shared__ ", type, " ", name, "[", size, "];");
+  }
+  std::string Barrier() const override { return "__syncthreads();"; }
   std::string HalfHelpers() const override { return kCudaHalf; }
   std::string Bf16Helpers() const override { return kCudaBf16; }
   std::string Wrap(const Signature& sig, const std::string& helpers, const std::string& prologue,

@@ -16,8 +16,18 @@ namespace {
 constexpr const char* kClHalf = R"(static inline float kiln_h2f(ushort h) {
   uint s = (uint)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
   if (e == 0) {
-    if (m == 0) { x = s; } else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } x = s | (e << 23) | ((m & 0x3ffu) << 13); }
-  } else if (e == 31) { x = s | 0x7f800000u | (m << 13); } else { x = s | ((e + 112) << 23) | (m << 13); }
+    if (m == 0) {
+      x = s;
+    } else {
+      e = 113;
+      while (!(m & 0x400u)) { m <<= 1; e--; }
+      x = s | (e << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (e == 31) {
+    x = s | 0x7f800000u | (m << 13);
+  } else {
+    x = s | ((e + 112) << 23) | (m << 13);
+  }
   return as_float(x);
 }
 static inline ushort kiln_f2h(float f) {
@@ -40,7 +50,8 @@ static inline ushort kiln_f2h(float f) {
 static inline float kiln_rh(float f) { return kiln_h2f(kiln_f2h(f)); }
 )";
 
-constexpr const char* kClBf16 = R"(static inline float kiln_bf2f(ushort b) { return as_float((uint)b << 16); }
+constexpr const char* kClBf16 =
+    R"(static inline float kiln_bf2f(ushort b) { return as_float((uint)b << 16); }
 static inline ushort kiln_f2bf(float f) {
   uint x = as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
@@ -54,19 +65,32 @@ class OpenClRenderer : public CStyleRenderer {
  protected:
   std::string ScalarC(ScalarType s) const override {
     switch (s) {
-      case ScalarType::kBool: return "bool";
-      case ScalarType::kInt8: return "char";
-      case ScalarType::kInt16: return "short";
-      case ScalarType::kInt32: return "int";
-      case ScalarType::kInt64: return "long";
-      case ScalarType::kUInt8: return "uchar";
-      case ScalarType::kUInt16: return "ushort";
-      case ScalarType::kUInt32: return "uint";
-      case ScalarType::kUInt64: return "ulong";
-      case ScalarType::kFloat16: case ScalarType::kBFloat16: case ScalarType::kFloat32:
+      case ScalarType::kBool:
+        return "bool";
+      case ScalarType::kInt8:
+        return "char";
+      case ScalarType::kInt16:
+        return "short";
+      case ScalarType::kInt32:
+        return "int";
+      case ScalarType::kInt64:
+        return "long";
+      case ScalarType::kUInt8:
+        return "uchar";
+      case ScalarType::kUInt16:
+        return "ushort";
+      case ScalarType::kUInt32:
+        return "uint";
+      case ScalarType::kUInt64:
+        return "ulong";
+      case ScalarType::kFloat16:
+      case ScalarType::kBFloat16:
+      case ScalarType::kFloat32:
         return "float";
-      case ScalarType::kFloat64: return "double";
-      default: return "void";
+      case ScalarType::kFloat64:
+        return "double";
+      default:
+        return "void";
     }
   }
   std::string BufferParam(const std::string& storage, const std::string& name,
@@ -85,14 +109,19 @@ class OpenClRenderer : public CStyleRenderer {
       case ScalarType::kInt64:
         return v == std::numeric_limits<int64_t>::min() ? "-9223372036854775807L-1"
                                                         : absl::StrCat(v, "L");
-      case ScalarType::kUInt64: return absl::StrCat(static_cast<uint64_t>(v), "UL");
-      case ScalarType::kUInt32: return absl::StrCat(v, "u");
-      case ScalarType::kInt32: return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
-      default: return absl::StrCat(v);
+      case ScalarType::kUInt64:
+        return absl::StrCat(static_cast<uint64_t>(v), "UL");
+      case ScalarType::kUInt32:
+        return absl::StrCat(v, "u");
+      case ScalarType::kInt32:
+        return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
+      default:
+        return absl::StrCat(v);
     }
   }
   std::string NonFinite(bool is_double, bool nan) const override {
-    if (is_double) return nan ? "as_double(0x7ff8000000000000UL)" : "as_double(0x7ff0000000000000UL)";
+    if (is_double)
+      return nan ? "as_double(0x7ff8000000000000UL)" : "as_double(0x7ff0000000000000UL)";
     return nan ? "as_float(0x7fc00000u)" : "as_float(0x7f800000u)";
   }
   std::string MathFn(const std::string& fn, bool /*is_double*/) const override { return fn; }
@@ -106,6 +135,11 @@ class OpenClRenderer : public CStyleRenderer {
                       const std::string& v) const override {
     return absl::StrCat("as_", to, "(", v, ")");
   }
+  std::string LocalArray(const std::string& type, const std::string& name,
+                         int64_t size) const override {
+    return absl::StrCat("__local ", type, " ", name, "[", size, "];");
+  }
+  std::string Barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE);"; }
   std::string HalfHelpers() const override { return kClHalf; }
   std::string Bf16Helpers() const override { return kClBf16; }
   std::string Wrap(const Signature& sig, const std::string& helpers, const std::string& prologue,

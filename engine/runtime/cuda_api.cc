@@ -90,9 +90,9 @@ absl::StatusOr<const NvrtcApi*> LoadNvrtcOnce() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("KILN_NVRTC"); env != nullptr && *env != '\0')
     candidates.push_back(env);
-  for (const char* n : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                        "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
-                        "/usr/local/cuda/lib64/libnvrtc.so.12"})
+  for (const char* n :
+       {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so",
+        "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12"})
     candidates.push_back(n);
   void* h = nullptr;
   std::string errors, path;

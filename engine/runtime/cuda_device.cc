@@ -21,11 +21,12 @@ namespace {
 
 constexpr size_t kMaxLogChars = 6000;
 
-#define KILN_CU_CHECK(api, call, what)                                                      \
-  do {                                                                                      \
-    ::kiln::cuda::CUresult kiln_cu_r_ = (call);                                             \
-    if (kiln_cu_r_ != ::kiln::cuda::kSuccess)                                               \
-      return absl::InternalError(absl::StrCat(what, ": ", ::kiln::cuda::ErrorText(api, kiln_cu_r_))); \
+#define KILN_CU_CHECK(api, call, what)                                         \
+  do {                                                                         \
+    ::kiln::cuda::CUresult kiln_cu_r_ = (call);                                \
+    if (kiln_cu_r_ != ::kiln::cuda::kSuccess)                                  \
+      return absl::InternalError(                                              \
+          absl::StrCat(what, ": ", ::kiln::cuda::ErrorText(api, kiln_cu_r_))); \
   } while (0)
 
 std::string CacheRoot(const std::string& dir) {
@@ -44,7 +45,8 @@ absl::StatusOr<std::unique_ptr<CudaCompiler>> CudaCompiler::Create(const Options
   if (options.arch.rfind("sm_", 0) != 0 && options.arch.rfind("compute_", 0) != 0)
     return absl::InvalidArgumentError(
         absl::StrCat("CUDA arch must be sm_XY or compute_XY, not '", options.arch, "'"));
-  return std::unique_ptr<CudaCompiler>(new CudaCompiler(options.arch, CacheRoot(options.cache_dir)));
+  return std::unique_ptr<CudaCompiler>(
+      new CudaCompiler(options.arch, CacheRoot(options.cache_dir)));
 }
 
 std::string CudaCompiler::version() const {
@@ -57,7 +59,8 @@ absl::StatusOr<std::string> CudaCompiler::Compile(const std::string& source) {
   ASSIGN_OR_RETURN(const cuda::NvrtcApi* nv, cuda::LoadNvrtc());
   const bool cubin = arch_.rfind("sm_", 0) == 0;
   const std::string arch_flag = absl::StrCat("--gpu-architecture=", arch_);
-  const std::string key = absl::StrCat(arch_flag, "\nnvrtc ", nv->major, ".", nv->minor, "\n", source);
+  const std::string key =
+      absl::StrCat(arch_flag, "\nnvrtc ", nv->major, ".", nv->minor, "\n", source);
   if (std::optional<std::string> hit = cache_.Get(key)) {
     absl::MutexLock l(&mu_);
     ++stats_.disk_hits;
@@ -65,8 +68,10 @@ absl::StatusOr<std::string> CudaCompiler::Compile(const std::string& source) {
   }
   auto start = std::chrono::steady_clock::now();
   cuda::nvrtcProgram prog = nullptr;
-  cuda::nvrtcResult r = nv->nvrtcCreateProgram(&prog, source.c_str(), "kiln.cu", 0, nullptr, nullptr);
-  if (r != 0) return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nv->nvrtcGetErrorString(r)));
+  cuda::nvrtcResult r =
+      nv->nvrtcCreateProgram(&prog, source.c_str(), "kiln.cu", 0, nullptr, nullptr);
+  if (r != 0)
+    return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nv->nvrtcGetErrorString(r)));
   const char* opts[] = {arch_flag.c_str(), "--std=c++17"};
   r = nv->nvrtcCompileProgram(prog, 2, opts);
   if (r != 0) {
@@ -83,7 +88,8 @@ absl::StatusOr<std::string> CudaCompiler::Compile(const std::string& source) {
   size_t size = 0;
   r = cubin ? nv->nvrtcGetCUBINSize(prog, &size) : nv->nvrtcGetPTXSize(prog, &size);
   std::string binary(size, '\0');
-  if (r == 0) r = cubin ? nv->nvrtcGetCUBIN(prog, binary.data()) : nv->nvrtcGetPTX(prog, binary.data());
+  if (r == 0)
+    r = cubin ? nv->nvrtcGetCUBIN(prog, binary.data()) : nv->nvrtcGetPTX(prog, binary.data());
   nv->nvrtcDestroyProgram(&prog);
   if (r != 0 || size == 0)
     return absl::InternalError(absl::StrCat("reading NVRTC output: ", nv->nvrtcGetErrorString(r)));
@@ -91,7 +97,8 @@ absl::StatusOr<std::string> CudaCompiler::Compile(const std::string& source) {
   cache_.Put(key, binary);
   absl::MutexLock l(&mu_);
   ++stats_.compiled;
-  stats_.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.compile_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return binary;
 }
 
@@ -147,7 +154,8 @@ struct CudaDevice::Impl {
     for (cuda::CUevent e : ev)
       if (e != nullptr) api->cuEventDestroy(e);
     RETURN_IF_ERROR(st);
-    if (r != cuda::kSuccess) return absl::InternalError(absl::StrCat("CUDA event timing: ", cuda::ErrorText(*api, r)));
+    if (r != cuda::kSuccess)
+      return absl::InternalError(absl::StrCat("CUDA event timing: ", cuda::ErrorText(*api, r)));
     *seconds = ms * 1e-3;
     return absl::OkStatus();
   }
@@ -167,7 +175,8 @@ class CudaAllocator : public Allocator {
     for (size_t off = 0; off < nbytes; off += d_->staging_bytes) {
       size_t n = std::min(d_->staging_bytes, nbytes - off);
       std::memcpy(d_->staging, s + off, n);
-      KILN_CU_CHECK(*d_->api, d_->api->cuMemcpyHtoDAsync(Ptr(dst) + off, d_->staging, n, d_->stream),
+      KILN_CU_CHECK(*d_->api,
+                    d_->api->cuMemcpyHtoDAsync(Ptr(dst) + off, d_->staging, n, d_->stream),
                     "copy to the GPU");
       KILN_CU_CHECK(*d_->api, d_->api->cuStreamSynchronize(d_->stream), "copy to the GPU");
     }
@@ -180,7 +189,8 @@ class CudaAllocator : public Allocator {
     auto* out = static_cast<char*>(dst);
     for (size_t off = 0; off < nbytes; off += d_->staging_bytes) {
       size_t n = std::min(d_->staging_bytes, nbytes - off);
-      KILN_CU_CHECK(*d_->api, d_->api->cuMemcpyDtoHAsync(d_->staging, Ptr(src) + off, n, d_->stream),
+      KILN_CU_CHECK(*d_->api,
+                    d_->api->cuMemcpyDtoHAsync(d_->staging, Ptr(src) + off, n, d_->stream),
                     "copy from the GPU");
       KILN_CU_CHECK(*d_->api, d_->api->cuStreamSynchronize(d_->stream), "copy from the GPU");
       std::memcpy(out + off, d_->staging, n);
@@ -194,8 +204,8 @@ class CudaAllocator : public Allocator {
     CUdeviceptr p = 0;
     CUresult r = d_->api->cuMemAlloc(&p, std::max<size_t>(nbytes, 256));
     if (r != cuda::kSuccess)
-      return absl::ResourceExhaustedError(absl::StrCat("GPU allocation of ", nbytes, " bytes: ",
-                                                       cuda::ErrorText(*d_->api, r)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("GPU allocation of ", nbytes, " bytes: ", cuda::ErrorText(*d_->api, r)));
     return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
   }
   void RawFree(void* ptr, size_t /*nbytes*/) override {
@@ -220,13 +230,15 @@ struct KernelArgs {
   // `nparams` < 0: unknown, pass every buffer.
   absl::Status Set(const std::string& name, int nparams, const std::vector<void*>& bufs,
                    const std::vector<int64_t>& v) {
-    size_t nb = nparams < 0 ? bufs.size() : static_cast<size_t>(nparams) - std::min<size_t>(v.size(), nparams);
+    size_t nb = nparams < 0 ? bufs.size()
+                            : static_cast<size_t>(nparams) - std::min<size_t>(v.size(), nparams);
     if (nparams >= 0 && (v.size() > static_cast<size_t>(nparams) || bufs.size() < nb))
       return absl::InvalidArgumentError(absl::StrCat("CUDA kernel ", name, " takes ", nparams,
                                                      " arguments; got ", bufs.size(),
                                                      " buffers and ", v.size(), " vars"));
     ptrs.resize(nb);
-    for (size_t i = 0; i < nb; ++i) ptrs[i] = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(bufs[i]));
+    for (size_t i = 0; i < nb; ++i)
+      ptrs[i] = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(bufs[i]));
     vars.assign(v.begin(), v.end());
     params.clear();
     for (CUdeviceptr& p : ptrs) params.push_back(&p);
@@ -374,8 +386,8 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(const Options& op
   int count = 0;
   CUresult r = api.cuDeviceGetCount(&count);
   if (r != cuda::kSuccess || count <= options.ordinal)
-    return absl::FailedPreconditionError(absl::StrCat("no CUDA GPU ", options.ordinal, " (",
-                                                      count, " found)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CUDA GPU ", options.ordinal, " (", count, " found)"));
   KILN_CU_CHECK(api, api.cuDeviceGet(&impl->dev, options.ordinal), "cuDeviceGet");
   int major = 0, minor = 0;
   api.cuDeviceGetAttribute(&major, cuda::kAttrComputeCapabilityMajor, impl->dev);
@@ -389,15 +401,16 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(const Options& op
   copts.arch = arch;
   copts.cache_dir = options.cache_dir;
   ASSIGN_OR_RETURN(impl->compiler, CudaCompiler::Create(copts));
-  KILN_CU_CHECK(api, api.cuDevicePrimaryCtxRetain(&impl->ctx, impl->dev), "cuDevicePrimaryCtxRetain");
+  KILN_CU_CHECK(api, api.cuDevicePrimaryCtxRetain(&impl->ctx, impl->dev),
+                "cuDevicePrimaryCtxRetain");
   RETURN_IF_ERROR(impl->Bind());
   KILN_CU_CHECK(api, api.cuStreamCreate(&impl->stream, cuda::kStreamNonBlocking), "cuStreamCreate");
   impl->staging_bytes = std::max<size_t>(options.staging_bytes, 4096);
   {
     absl::MutexLock l(&impl->staging_mu);
-    KILN_CU_CHECK(api, api.cuMemHostAlloc(&impl->staging, impl->staging_bytes,
-                                          cuda::kMemHostAllocPortable),
-                  "allocating pinned staging memory");
+    KILN_CU_CHECK(
+        api, api.cuMemHostAlloc(&impl->staging, impl->staging_bytes, cuda::kMemHostAllocPortable),
+        "allocating pinned staging memory");
   }
   impl->allocator = std::make_unique<CudaAllocator>(impl.get());
   return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(impl)));
@@ -441,13 +454,15 @@ absl::StatusOr<std::unique_ptr<Program>> CudaDevice::LoadProgram(const std::stri
   CUresult r = api.cuModuleGetFunction(&fn, module, function.c_str());
   if (r != cuda::kSuccess) {
     api.cuModuleUnload(module);
-    return absl::NotFoundError(absl::StrCat("CUDA kernel '", function, "': ", cuda::ErrorText(api, r)));
+    return absl::NotFoundError(
+        absl::StrCat("CUDA kernel '", function, "': ", cuda::ErrorText(api, r)));
   }
   int nparams = -1;
   if (api.cuFuncGetParamInfo != nullptr) {
     nparams = 0;
     size_t off = 0, size = 0;
-    while (nparams < 4096 && api.cuFuncGetParamInfo(fn, nparams, &off, &size) == cuda::kSuccess) ++nparams;
+    while (nparams < 4096 && api.cuFuncGetParamInfo(fn, nparams, &off, &size) == cuda::kSuccess)
+      ++nparams;
   }
   return std::unique_ptr<Program>(
       std::make_unique<CudaProgram>(function, impl_.get(), module, fn, nparams));
@@ -465,11 +480,12 @@ absl::Status CudaDevice::CopyOnDevice(void* dst, const void* src, size_t nbytes,
   const cuda::DriverApi& api = *impl_->api;
   return impl_->Timed(
       [&]() -> absl::Status {
-        KILN_CU_CHECK(api,
-                      api.cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
-                                            static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)),
-                                            nbytes, impl_->stream),
-                      "device-to-device copy");
+        KILN_CU_CHECK(
+            api,
+            api.cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
+                                  static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)),
+                                  nbytes, impl_->stream),
+            "device-to-device copy");
         return absl::OkStatus();
       },
       /*wait=*/true, seconds);

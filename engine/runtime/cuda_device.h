@@ -58,8 +58,8 @@ class CudaCompiler : public Compiler {
 class CudaDevice : public Device {
  public:
   struct Options {
-    std::string cache_dir;               // see CudaCompiler::Options
-    int ordinal = 0;                     // which GPU
+    std::string cache_dir;                    // see CudaCompiler::Options
+    int ordinal = 0;                          // which GPU
     size_t staging_bytes = size_t{16} << 20;  // pinned staging buffer for copies
   };
   // FailedPrecondition when there is no driver, no GPU or no NVRTC.

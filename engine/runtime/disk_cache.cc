@@ -50,8 +50,7 @@ DiskCache::DiskCache(std::string dir, std::string leaf)
 
 std::string DiskCache::Hash(const std::string& s) {
   char buf[33];
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
-                static_cast<unsigned long long>(Fnv(s, 0)),
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(Fnv(s, 0)),
                 static_cast<unsigned long long>(Fnv(s, 0x6b696c6e2d676275ULL)));
   return buf;
 }

@@ -20,15 +20,15 @@ namespace kiln {
 namespace {
 
 // The OpenCL entry points kiln uses, resolved from the ICD loader.
-#define KILN_CL_FUNCTIONS(X)                                                              \
-  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo)           \
-  X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueue)                          \
-  X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)                         \
-  X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clCreateProgramWithSource)              \
-  X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo)                 \
-  X(clGetProgramInfo) X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)            \
-  X(clGetKernelInfo) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clFinish)              \
-  X(clWaitForEvents) X(clGetEventProfilingInfo) X(clReleaseEvent)
+#define KILN_CL_FUNCTIONS(X)                                                                       \
+  X(clGetPlatformIDs)                                                                              \
+  X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext) \
+      X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)     \
+          X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clCreateProgramWithSource)              \
+              X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo)              \
+                  X(clGetProgramInfo) X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)     \
+                      X(clGetKernelInfo) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clFinish)   \
+                          X(clWaitForEvents) X(clGetEventProfilingInfo) X(clReleaseEvent)
 
 struct ClApi {
 #define KILN_CL_MEMBER(name) decltype(&::name) name = nullptr;
@@ -51,10 +51,9 @@ absl::StatusOr<ClApi> LoadClApi() {
         "ocl-icd-libopencl1 pocl-opencl-icd): ",
         errors));
   ClApi api;
-#define KILN_CL_RESOLVE(name)                                                           \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(h, #name));                     \
-  if (api.name == nullptr)                                                              \
-    return absl::FailedPreconditionError("libOpenCL.so.1 lacks " #name);
+#define KILN_CL_RESOLVE(name)                                       \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(h, #name)); \
+  if (api.name == nullptr) return absl::FailedPreconditionError("libOpenCL.so.1 lacks " #name);
   KILN_CL_FUNCTIONS(KILN_CL_RESOLVE)
 #undef KILN_CL_RESOLVE
   return api;  // the loader stays loaded for the life of the process
@@ -62,22 +61,38 @@ absl::StatusOr<ClApi> LoadClApi() {
 
 std::string ClError(cl_int e) {
   switch (e) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
-    case CL_INVALID_ARG_INDEX: return "CL_INVALID_ARG_INDEX";
-    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    case CL_INVALID_BINARY: return "CL_INVALID_BINARY";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL platform)";
-    default: return absl::StrCat("OpenCL error ", e);
+    case CL_DEVICE_NOT_FOUND:
+      return "CL_DEVICE_NOT_FOUND";
+    case CL_OUT_OF_RESOURCES:
+      return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY:
+      return "CL_OUT_OF_HOST_MEMORY";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_BUILD_PROGRAM_FAILURE:
+      return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE:
+      return "CL_INVALID_VALUE";
+    case CL_INVALID_KERNEL_NAME:
+      return "CL_INVALID_KERNEL_NAME";
+    case CL_INVALID_ARG_INDEX:
+      return "CL_INVALID_ARG_INDEX";
+    case CL_INVALID_ARG_SIZE:
+      return "CL_INVALID_ARG_SIZE";
+    case CL_INVALID_KERNEL_ARGS:
+      return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_WORK_GROUP_SIZE:
+      return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_WORK_ITEM_SIZE:
+      return "CL_INVALID_WORK_ITEM_SIZE";
+    case CL_INVALID_BUFFER_SIZE:
+      return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_BINARY:
+      return "CL_INVALID_BINARY";
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL platform)";
+    default:
+      return absl::StrCat("OpenCL error ", e);
   }
 }
 
@@ -127,7 +142,8 @@ struct OpenClDevice::Impl {
       prog = api.clCreateProgramWithBinary(ctx, 1, &device, &len, &bin, &bin_status, &err);
       if (err == CL_SUCCESS && bin_status != CL_SUCCESS) err = bin_status;
     }
-    if (err != CL_SUCCESS) return absl::InternalError(absl::StrCat("creating an OpenCL program: ", ClError(err)));
+    if (err != CL_SUCCESS)
+      return absl::InternalError(absl::StrCat("creating an OpenCL program: ", ClError(err)));
     err = api.clBuildProgram(prog, 1, &device, "-cl-std=CL1.2", nullptr, nullptr);
     if (err != CL_SUCCESS) {
       char log[8192] = {0};
@@ -154,9 +170,10 @@ class ClAllocator : public Allocator {
     return absl::OkStatus();
   }
   absl::Status CopyOut(void* dst, const void* src, size_t nbytes) override {
-    KILN_CL_CHECK(d_->api.clEnqueueReadBuffer(d_->queue, static_cast<cl_mem>(const_cast<void*>(src)),
-                                              CL_TRUE, 0, nbytes, dst, 0, nullptr, nullptr),
-                  "OpenCL copy from device");
+    KILN_CL_CHECK(
+        d_->api.clEnqueueReadBuffer(d_->queue, static_cast<cl_mem>(const_cast<void*>(src)), CL_TRUE,
+                                    0, nbytes, dst, 0, nullptr, nullptr),
+        "OpenCL copy from device");
     return absl::OkStatus();
   }
 
@@ -166,8 +183,8 @@ class ClAllocator : public Allocator {
     cl_mem m = d_->api.clCreateBuffer(d_->ctx, CL_MEM_READ_WRITE, std::max<size_t>(nbytes, 64),
                                       nullptr, &err);
     if (err != CL_SUCCESS)
-      return absl::ResourceExhaustedError(absl::StrCat("OpenCL allocation of ", nbytes,
-                                                       " bytes: ", ClError(err)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("OpenCL allocation of ", nbytes, " bytes: ", ClError(err)));
     return static_cast<void*>(m);
   }
   void RawFree(void* ptr, size_t /*nbytes*/) override {
@@ -192,7 +209,8 @@ class ClCompiler : public Compiler {
     auto start = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(cl_program prog, d_->Build(source, ""));
     size_t size = 0;
-    cl_int err = d_->api.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
+    cl_int err =
+        d_->api.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
     std::string binary(size, '\0');
     unsigned char* ptr = reinterpret_cast<unsigned char*>(binary.data());
     if (err == CL_SUCCESS)
@@ -232,8 +250,8 @@ class ClProgram : public Program {
   absl::Status Launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
                       const LaunchDims& dims, bool wait, double* seconds) override {
     if (vars.size() > num_args_ || bufs.size() < num_args_ - vars.size())
-      return absl::InvalidArgumentError(absl::StrCat("OpenCL kernel ", name(), " takes ",
-                                                     num_args_, " arguments; got ", bufs.size(),
+      return absl::InvalidArgumentError(absl::StrCat("OpenCL kernel ", name(), " takes ", num_args_,
+                                                     " arguments; got ", bufs.size(),
                                                      " buffers and ", vars.size(), " vars"));
     const size_t nb = num_args_ - vars.size();
     size_t global[3], local[3];
@@ -255,17 +273,19 @@ class ClProgram : public Program {
         KILN_CL_CHECK(d_->api.clSetKernelArg(kernel_, static_cast<cl_uint>(nb + j), sizeof(v), &v),
                       absl::StrCat("setting var ", j, " of ", name()));
       }
-      KILN_CL_CHECK(d_->api.clEnqueueNDRangeKernel(d_->queue, kernel_, 3, nullptr, global, local,
-                                                   0, nullptr, seconds ? &ev : nullptr),
+      KILN_CL_CHECK(d_->api.clEnqueueNDRangeKernel(d_->queue, kernel_, 3, nullptr, global, local, 0,
+                                                   nullptr, seconds ? &ev : nullptr),
                     absl::StrCat("launching ", name()));
     }
     if (seconds != nullptr) {
       cl_int err = d_->api.clWaitForEvents(1, &ev);
       cl_ulong t0 = 0, t1 = 0;
       if (err == CL_SUCCESS)
-        err = d_->api.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0, nullptr);
+        err = d_->api.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(t0), &t0,
+                                              nullptr);
       if (err == CL_SUCCESS)
-        err = d_->api.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr);
+        err =
+            d_->api.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(t1), &t1, nullptr);
       d_->api.clReleaseEvent(ev);
       KILN_CL_CHECK(err, absl::StrCat("timing ", name()));
       *seconds = static_cast<double>(t1 - t0) * 1e-9;
@@ -301,9 +321,9 @@ absl::StatusOr<std::unique_ptr<OpenClDevice>> OpenClDevice::Create(const Options
   cl_uint np = 0;
   cl_int err = api.clGetPlatformIDs(0, nullptr, &np);
   if (err != CL_SUCCESS || np == 0)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no OpenCL platform (", err == CL_SUCCESS ? "none installed" : ClError(err),
-        "); install an ICD such as pocl-opencl-icd"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no OpenCL platform (", err == CL_SUCCESS ? "none installed" : ClError(err),
+                     "); install an ICD such as pocl-opencl-icd"));
   std::vector<cl_platform_id> platforms(np);
   api.clGetPlatformIDs(np, platforms.data(), nullptr);
   cl_platform_id platform = nullptr;
@@ -327,9 +347,10 @@ absl::StatusOr<std::unique_ptr<OpenClDevice>> OpenClDevice::Create(const Options
   std::string pname = PlatformInfo(api, platform, CL_PLATFORM_NAME);
   std::string dname = DeviceInfo(api, impl->device, CL_DEVICE_NAME);
   impl->description = absl::StrCat(pname, " / ", dname);
-  impl->key_prefix = absl::StrCat(pname, "\n", PlatformInfo(api, platform, CL_PLATFORM_VERSION),
-                                  "\n", dname, "\n", DeviceInfo(api, impl->device, CL_DRIVER_VERSION),
-                                  "\n", DeviceInfo(api, impl->device, CL_DEVICE_VERSION), "\n");
+  impl->key_prefix =
+      absl::StrCat(pname, "\n", PlatformInfo(api, platform, CL_PLATFORM_VERSION), "\n", dname, "\n",
+                   DeviceInfo(api, impl->device, CL_DRIVER_VERSION), "\n",
+                   DeviceInfo(api, impl->device, CL_DEVICE_VERSION), "\n");
   impl->allocator = std::make_unique<ClAllocator>(impl.get());
   impl->compiler = std::make_unique<ClCompiler>(impl.get(), root + "/opencl");
   return std::unique_ptr<OpenClDevice>(new OpenClDevice(std::move(impl)));
@@ -364,7 +385,8 @@ absl::StatusOr<std::unique_ptr<Program>> OpenClDevice::LoadProgram(const std::st
     return absl::NotFoundError(absl::StrCat("OpenCL kernel '", function, "': ", ClError(err)));
   }
   cl_uint num_args = 0;
-  err = impl_->api.clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof(num_args), &num_args, nullptr);
+  err =
+      impl_->api.clGetKernelInfo(kernel, CL_KERNEL_NUM_ARGS, sizeof(num_args), &num_args, nullptr);
   if (err != CL_SUCCESS) {
     impl_->api.clReleaseKernel(kernel);
     impl_->api.clReleaseProgram(prog);
