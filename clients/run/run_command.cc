@@ -35,7 +35,7 @@ options:
                         for floats, zeros for integers) of this shape, or of the
                         model's declared shape when it has no dynamic dims
   --output-dir DIR      write each output as DIR/NAME.npy
-  --device NAME         engine device: CPU (default) or INTERP
+  --device NAME         engine device: CPU (default), INTERP, OPENCL or CUDA
   --repeat N            run N times through the JIT (call 1 plain, 2 captures,
                         3+ replay) and report the median latency (default 1)
   --seed S              seed of the random inputs (default 0)
