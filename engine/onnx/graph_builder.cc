@@ -12,6 +12,15 @@ constexpr int kMaxDepth = 64;  // nested subgraphs / function calls
 
 bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// Attributes that do not change an inference result.
+bool IgnorableAttribute(const std::string& op, const std::string& attr) {
+  if (attr == "consumed_inputs") return true;  // opset < 6 in-place hint
+  if (op == "Dropout" && attr == "seed") return true;
+  // Saturation only matters for float8 targets, which kiln does not have.
+  if ((op == "Cast" || op == "CastLike" || op == "QuantizeLinear") && attr == "saturate") return true;
+  return false;
+}
+
 absl::Status Prefix(const std::string& label, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(label, ": ", s.message()));
 }
@@ -108,6 +117,11 @@ absl::Status GraphBuilder::Dispatch(const onnx::NodeProto& node, Scope* scope) {
     if (!s.ok()) return Prefix(label, ctx.attr_error().ok() ? s : ctx.attr_error());
   }
   if (!ctx.attr_error().ok()) return Prefix(label, ctx.attr_error());
+  // An attribute the handler never looked at would be silently ignored.
+  for (const onnx::AttributeProto& a : node.attribute())
+    if (!ctx.read_attrs().count(a.name()) && !IgnorableAttribute(node.op_type(), a.name()))
+      return absl::UnimplementedError(
+          absl::StrCat(label, ": attribute '", a.name(), "' is not supported"));
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
     const OnnxValue& out = ctx.outputs()[i];

@@ -55,6 +55,13 @@ absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
   ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
   ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
   Shape shape(sp.dims().begin(), sp.dims().end());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d != 0 && n > (int64_t{1} << 32) / d))
+      return absl::InvalidArgumentError(
+          absl::StrCat("sparse initializer '", sp.values().name(), "': bad or huge shape"));
+    n *= d;
+  }
   HostTensor dense(values.dtype, shape);
   int64_t nnz = values.numel(), total = dense.numel();
   std::vector<int64_t> idx = indices.Int64s();

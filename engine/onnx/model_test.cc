@@ -316,6 +316,40 @@ TEST(OnnxModelTest, InitializersExternalDataAndLegacyInputs) {
   std::remove((dir + "/model_test.onnx").c_str());
 }
 
+TEST(OnnxModelTest, ModelLocalFunctions) {
+  // y = MyScale(x, alpha=3) with MyScale(a) = Mul(a, Constant(value_float=@alpha)).
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+  AttributeProto* alpha = b.Node("MyScale", {"x"}, {"y"}, "call")->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(AttributeProto::FLOAT);
+  alpha->set_f(3);
+  b.proto().mutable_graph()->mutable_node(0)->set_domain("custom");
+  auto* o = b.proto().add_opset_import();
+  o->set_domain("custom");
+  o->set_version(1);
+  onnx::FunctionProto* f = b.proto().add_functions();
+  f->set_name("MyScale");
+  f->set_domain("custom");
+  f->add_input("a");
+  f->add_output("b");
+  f->add_attribute("alpha");
+  f->add_opset_import()->set_version(13);
+  NodeProto* k = f->add_node();
+  k->set_op_type("Constant");
+  k->add_output("k");
+  AttributeProto* ref = k->add_attribute();
+  ref->set_name("value_float");
+  ref->set_type(AttributeProto::FLOAT);
+  ref->set_ref_attr_name("alpha");
+  NodeProto* mul = f->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("a");
+  mul->add_input("k");
+  mul->add_output("b");
+  ExpectNear(RunOne(*Load(b), {F({1, 2}, {2})}), {3, 6});
+}
+
 TEST(OnnxModelTest, DataDependentShapesAndControlFlow) {
   // NonZero reads its input on the host; If picks a branch from a constant.
   Builder b;

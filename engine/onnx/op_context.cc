@@ -122,6 +122,7 @@ void OpContext::SetValue(int i, OnnxValue v) {
 }
 
 const AttributeProto* OpContext::Attr(const std::string& name) const {
+  read_attrs_.insert(name);
   for (const AttributeProto& a : node_.attribute())
     if (a.name() == name) return &a;
   return nullptr;

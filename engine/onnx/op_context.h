@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,8 @@ class OpContext {
   const onnx::TensorProto* TensorAttr(const std::string& name) const;
   const onnx::GraphProto* Graph(const std::string& name) const;
   const absl::Status& attr_error() const { return attr_error_; }
+  // Names of the attributes the handler looked at (others are unsupported).
+  const std::set<std::string>& read_attrs() const { return read_attrs_; }
 
  private:
   const onnx::AttributeProto* Typed(const std::string& name, int type) const;
@@ -111,6 +114,7 @@ class OpContext {
   std::vector<const OnnxValue*> inputs_;
   std::vector<OnnxValue> outputs_;
   mutable absl::Status attr_error_;
+  mutable std::set<std::string> read_attrs_;
 };
 
 // Normalizes a possibly negative axis for rank `rank`; error when out of range.

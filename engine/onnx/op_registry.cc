@@ -40,6 +40,7 @@ const OpRegistry& StandardOps() {
     RegisterRnnOps(r);
     RegisterHostOps(r);
     RegisterExtraOps(r);
+    RegisterRandomOps(r);
     RegisterFoldOps(r);  // last: attaches host versions to registered ops
     return r;
   }();

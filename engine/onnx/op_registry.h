@@ -59,6 +59,7 @@ void RegisterSignalOps(OpRegistry* r);
 void RegisterRnnOps(OpRegistry* r);
 void RegisterHostOps(OpRegistry* r);
 void RegisterExtraOps(OpRegistry* r);
+void RegisterRandomOps(OpRegistry* r);
 void RegisterFoldOps(OpRegistry* r);
 
 }  // namespace kiln

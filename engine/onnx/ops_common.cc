@@ -35,6 +35,12 @@ absl::StatusOr<HostTensor> ConstantNodeValue(const onnx::NodeProto& node, int op
     ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
     ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
     Shape shape(sp.dims().begin(), sp.dims().end());
+    int64_t total = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d != 0 && total > (int64_t{1} << 32) / d))
+        return Invalid("sparse_value: bad or huge shape");
+      total *= d;
+    }
     HostTensor dense(values.dtype, shape);
     std::vector<int64_t> idx = indices.Int64s();
     int64_t nnz = values.numel(), rank = static_cast<int64_t>(shape.size());

@@ -26,8 +26,10 @@ absl::StatusOr<Tensor> AsTensor(const OpContext& ctx, const OnnxValue& v) {
 absl::Status IfOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
   ASSIGN_OR_RETURN(bool cond, StaticBool(ctx, 0));
-  const onnx::GraphProto* g = ctx.Graph(cond ? "then_branch" : "else_branch");
-  if (g == nullptr) return Invalid("missing then_branch / else_branch");
+  const onnx::GraphProto* then_g = ctx.Graph("then_branch");
+  const onnx::GraphProto* else_g = ctx.Graph("else_branch");
+  if (then_g == nullptr || else_g == nullptr) return Invalid("missing then_branch / else_branch");
+  const onnx::GraphProto* g = cond ? then_g : else_g;
   ASSIGN_OR_RETURN(std::vector<OnnxValue> outs,
                    ctx.builder()->RunSubgraph(*g, {}, ctx.builder()->current_scope()));
   if (static_cast<int>(outs.size()) < ctx.num_outputs())
@@ -311,6 +313,7 @@ absl::Status SplitToSequenceOp(OpContext& ctx) {
   int64_t n = x.dim(static_cast<int>(axis));
   std::vector<int64_t> sizes;
   bool squeeze = false;
+  int64_t keepdims = ctx.Int("keepdims", 1);  // only used without `split`
   if (ctx.Has(1)) {
     ASSIGN_OR_RETURN(HostTensor split, ctx.Static(1));
     if (split.ndim() == 0) {
@@ -322,7 +325,7 @@ absl::Status SplitToSequenceOp(OpContext& ctx) {
     }
   } else {
     sizes.assign(n, 1);
-    squeeze = ctx.Int("keepdims", 1) == 0;
+    squeeze = keepdims == 0;
   }
   std::vector<OnnxValue> items;
   for (Tensor& t : x.Split(sizes, axis))
@@ -378,6 +381,7 @@ absl::Status SequenceMapOp(OpContext& ctx) {
 
 absl::Status OptionalOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(0, 1));
+  (void)ctx.HasAttr("type");  // the element type of an empty optional
   OnnxValue v;
   v.kind = OnnxValue::Kind::kOptional;
   if (ctx.Has(0)) v.items.push_back(ctx.Raw(0));

@@ -143,7 +143,17 @@ absl::Status ClipOp(OpContext& ctx) {
 
 absl::Status CastOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
-  int64_t to = ctx.Int("to", 0);
+  int64_t to;
+  const onnx::AttributeProto* attr = ctx.Attr("to");
+  if (attr == nullptr) return Invalid("attribute 'to' is required");
+  if (attr->type() == onnx::AttributeProto::STRING) {  // Cast-1 names the type
+    onnx::TensorProto::DataType dt;
+    if (!onnx::TensorProto::DataType_Parse(attr->s(), &dt))
+      return Invalid(absl::StrCat("unknown type name '", attr->s(), "'"));
+    to = dt;
+  } else {
+    to = ctx.Int("to", 0);
+  }
   std::optional<DType> t = DTypeFromOnnx(static_cast<int>(to));
   if (!t) return Unsupported(absl::StrCat("cast to ", OnnxTypeName(static_cast<int>(to)),
                                           " is not supported"));

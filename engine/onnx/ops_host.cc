@@ -152,6 +152,12 @@ absl::Status TfIdfOp(OpContext& ctx) {
   if (ctx.HasAttr("pool_strings")) return Unsupported("string pools are not supported");
   if (min_n < 1 || max_n < min_n || counts.empty() || indexes.empty())
     return Invalid("bad n-gram attributes");
+  for (size_t g = 0; g < counts.size(); ++g)
+    if (counts[g] < 0 || counts[g] > static_cast<int64_t>(pool.size()) ||
+        (g > 0 && counts[g] < counts[g - 1]))
+      return Invalid("ngram_counts must be non-decreasing offsets into the pool");
+  for (int64_t i : indexes)
+    if (i < 0 || i > (1 << 24)) return Invalid("ngram_indexes out of range");
   // Pool n-grams -> output column.
   std::map<std::vector<int64_t>, int64_t> column;
   int64_t gram = 0;
@@ -207,6 +213,8 @@ absl::Status RoiAlignOp(OpContext& ctx) {
   int64_t ratio = ctx.Int("sampling_ratio", 0);
   double scale = ctx.Float("spatial_scale", 1.0f);
   int64_t h = x.dim(2), w = x.dim(3), r_count = rois.shape[0];
+  if (ph <= 0 || pw <= 0 || r_count * ph * pw * h * w > (int64_t{1} << 28))
+    return Invalid("bad output size or too many sampling weights");
   double offset = half_pixel ? 0.5 : 0.0;
   std::vector<double> wt(r_count * ph * pw * h * w, 0.0);
   for (int64_t r = 0; r < r_count; ++r) {
@@ -217,6 +225,7 @@ absl::Status RoiAlignOp(OpContext& ctx) {
     double bh = rh / static_cast<double>(ph), bw = rw / static_cast<double>(pw);
     int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(ph)));
     int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(pw)));
+    if (gh > 4096 || gw > 4096) return Invalid("roi sampling grid too large");
     double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t py = 0; py < ph; ++py)
       for (int64_t px = 0; px < pw; ++px) {
@@ -251,9 +260,56 @@ absl::Status RoiAlignOp(OpContext& ctx) {
   return absl::OkStatus();
 }
 
+// MaxRoiPool (Caffe semantics): rois are (batch, x1, y1, x2, y2); each output
+// bin is the max over its window (0 for an empty window).
+absl::Status MaxRoiPoolOp(OpContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckInputs(2, 2));
+  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
+  ASSIGN_OR_RETURN(HostTensor rois, ctx.Static(1));
+  if (x.ndim() != 4 || rois.ndim() != 2 || rois.shape[1] != 5)
+    return Invalid("X must be (N, C, H, W) and rois (R, 5)");
+  std::vector<int64_t> pooled = ctx.Ints("pooled_shape");
+  if (pooled.size() != 2 || pooled[0] <= 0 || pooled[1] <= 0)
+    return Invalid("pooled_shape must be two positive values");
+  double scale = ctx.Float("spatial_scale", 1.0f);
+  int64_t h = x.dim(2), w = x.dim(3), r_count = rois.shape[0], ph = pooled[0], pw = pooled[1];
+  if (r_count * ph * pw * h * w > (int64_t{1} << 28)) return Invalid("too many roi windows");
+  std::vector<int64_t> mask(r_count * ph * pw * h * w, 0), batch(r_count);
+  for (int64_t r = 0; r < r_count; ++r) {
+    batch[r] = rois.GetInt(r * 5);
+    int64_t x1 = std::llround(rois.GetDouble(r * 5 + 1) * scale);
+    int64_t y1 = std::llround(rois.GetDouble(r * 5 + 2) * scale);
+    int64_t x2 = std::llround(rois.GetDouble(r * 5 + 3) * scale);
+    int64_t y2 = std::llround(rois.GetDouble(r * 5 + 4) * scale);
+    double bh = static_cast<double>(std::max<int64_t>(y2 - y1 + 1, 1)) / static_cast<double>(ph);
+    double bw = static_cast<double>(std::max<int64_t>(x2 - x1 + 1, 1)) / static_cast<double>(pw);
+    for (int64_t py = 0; py < ph; ++py)
+      for (int64_t px = 0; px < pw; ++px) {
+        int64_t hs = std::clamp<int64_t>(static_cast<int64_t>(std::floor(py * bh)) + y1, 0, h);
+        int64_t he = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((py + 1) * bh)) + y1, 0, h);
+        int64_t ws = std::clamp<int64_t>(static_cast<int64_t>(std::floor(px * bw)) + x1, 0, w);
+        int64_t we = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((px + 1) * bw)) + x1, 0, w);
+        int64_t* m = &mask[((r * ph + py) * pw + px) * h * w];
+        for (int64_t yy = hs; yy < he; ++yy)
+          for (int64_t xx = ws; xx < we; ++xx) m[yy * w + xx] = 1;
+      }
+  }
+  Tensor m = HostTensor::FromInt64s(mask, {r_count, 1, ph * pw, h * w}, dtypes::kBool)
+                 .ToTensor(ctx.engine(), ctx.device());
+  Tensor b = HostTensor::Vector(batch).ToTensor(ctx.engine(), ctx.device()).Reshape({r_count});
+  Tensor xb = x.Reshape({x.dim(0), x.dim(1), 1, h * w}).IndexSelect(0, b);  // (R, C, 1, HW)
+  double lowest = x.dtype().IsFloat() ? -INFINITY : DTypeMin(x.dtype());
+  Tensor best = Tensor::Where(m, xb, xb.Scalar(lowest)).Max({3});  // (R, C, P)
+  Tensor any = m.Cast(dtypes::kInt32).Max({3});                     // (R, 1, P)
+  Tensor y = Tensor::Where(any.Cast(dtypes::kBool), best, best.ZerosLike());
+  ctx.Set(0, y.Reshape({r_count, x.dim(1), ph, pw}));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterHostOps(OpRegistry* r) {
+  r->Register("MaxRoiPool", MaxRoiPoolOp);
   r->Register("Unique", UniqueOp);
   r->Register("NonMaxSuppression", NmsOp);
   r->Register("TfIdfVectorizer", TfIdfOp);

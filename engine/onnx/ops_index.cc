@@ -176,7 +176,7 @@ absl::Status OneHotOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor values, ctx.In(2));
   if (depth_h.numel() != 1) return Invalid("depth must be a scalar");
   int64_t depth = static_cast<int64_t>(depth_h.GetDouble(0));
-  if (depth <= 0) return Invalid("depth must be positive");
+  if (depth <= 0 || depth > (int64_t{1} << 26)) return Invalid("depth must be in [1, 2^26]");
   if (values.numel() != 2) return Invalid("values must have two elements (off, on)");
   int64_t r = idx.ndim() + 1;
   ASSIGN_OR_RETURN(int64_t axis, NormAxis(ctx.Int("axis", -1), r));
@@ -206,6 +206,7 @@ absl::Status TopKOp(OpContext& ctx) {
   int64_t n = x.dim(static_cast<int>(axis));
   if (k < 0 || k > n) return Invalid(absl::StrCat("K = ", k, " is out of range for ", n));
   bool largest = ctx.Int("largest", 1) != 0;
+  (void)ctx.Int("sorted", 1);  // the outputs are always sorted, which sorted=0 allows
   Tensor xt = x.Transpose(axis, -1);  // (..., n)
   int64_t r = xt.ndim();
   Tensor xi = xt.Unsqueeze(-1), xj = xt.Unsqueeze(-2);  // (..., n, 1), (..., 1, n)

@@ -13,6 +13,7 @@ namespace {
 
 absl::Status ConstantOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(0, 0));
+  for (const onnx::AttributeProto& a : ctx.node().attribute()) (void)ctx.Attr(a.name());
   ASSIGN_OR_RETURN(HostTensor h, ConstantNodeValue(ctx.node(), ctx.opset(), ""));
   ctx.SetValue(0, ConstantValue(std::move(h), ctx.engine(), ctx.device()));
   return absl::OkStatus();
@@ -151,7 +152,6 @@ absl::Status EinsumOp(OpContext& ctx) {
 absl::Status NonZeroOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
   ASSIGN_OR_RETURN(HostTensor x, ctx.Static(0));
-  int64_t rank = std::max(x.ndim(), 1);
   std::vector<int64_t> hits;
   for (int64_t i = 0; i < x.numel(); ++i)
     if (x.GetDouble(i) != 0 || (x.dtype.IsInt() && x.GetInt(i) != 0)) hits.push_back(i);
@@ -165,7 +165,6 @@ absl::Status NonZeroOp(OpContext& ctx) {
     }
     if (x.ndim() == 0) out.SetInt(k, 0);
   }
-  (void)rank;
   ctx.SetValue(0, ConstantValue(std::move(out), ctx.engine(), ctx.device()));
   return absl::OkStatus();
 }

@@ -27,6 +27,7 @@ absl::Status GemmOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor a, ctx.In(0));
   ASSIGN_OR_RETURN(Tensor b, ctx.In(1));
   if (a.ndim() != 2 || b.ndim() != 2) return Invalid("A and B must be 2-D");
+  (void)ctx.Int("broadcast", 1);  // opset < 7: C broadcasts either way
   if (ctx.Int("transA", 0)) a = a.Transpose();
   if (ctx.Int("transB", 0)) b = b.Transpose();
   double alpha = ctx.Float("alpha", 1.0f), beta = ctx.Float("beta", 1.0f);
@@ -121,6 +122,8 @@ absl::Status ConvTransposeOp(OpContext& ctx) {
   if (x.ndim() < 3 || w.ndim() != x.ndim()) return Invalid("input and weight ranks differ");
   size_t nd = x.ndim() - 2;
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  if (ctx.HasAttr("kernel_shape") && ctx.Ints("kernel_shape") != kernel)
+    return Invalid("kernel_shape does not match the weight");
   std::vector<int64_t> stride = ctx.Ints("strides"), dil = ctx.Ints("dilations");
   std::vector<int64_t> opad = ctx.Ints("output_padding"), out_shape = ctx.Ints("output_shape");
   std::vector<int64_t> pads = ctx.Ints("pads");

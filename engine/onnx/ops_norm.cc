@@ -31,6 +31,9 @@ absl::Status BatchNormOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor var, ctx.In(4));
   if (x.ndim() < 2) return Invalid("input must have rank >= 2");
   double eps = ctx.Float("epsilon", 1e-5f);
+  double momentum = ctx.Float("momentum", 0.9f);
+  if (ctx.opset() < 9 && ctx.Int("spatial", 1) == 0)
+    return Unsupported("spatial=0 (per-element statistics) is not supported");
   bool training = ctx.opset() >= 14 ? ctx.Int("training_mode", 0) != 0
                                     : (ctx.opset() < 7 ? ctx.Int("is_test", 0) == 0 &&
                                                              ctx.num_outputs() > 1
@@ -50,7 +53,6 @@ absl::Status BatchNormOp(OpContext& ctx) {
   Tensor bvar = (xf - bmean).Square().Mean(axes, true);
   Tensor y = (xf - bmean) * (bvar + eps).Rsqrt() * f(scale) + f(bias);
   ctx.Set(0, y.Cast(t));
-  double momentum = ctx.Float("momentum", 0.9f);
   Tensor m1 = bmean.Reshape({x.dim(1)}), v1 = bvar.Reshape({x.dim(1)});
   if (ctx.Wants(1))
     ctx.Set(1, (mean.Cast(xf.dtype()) * momentum + m1 * (1 - momentum)).Cast(mean.dtype()));
@@ -87,6 +89,7 @@ absl::Status LayerNormOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor scale, ctx.In(1));
   ASSIGN_OR_RETURN(int64_t axis, NormAxis(ctx.Int("axis", -1), x.ndim()));
   double eps = ctx.Float("epsilon", 1e-5f);
+  if (ctx.Int("stash_type", 1) != 1) return Unsupported("stash_type other than float32");
   DType t = x.dtype();
   // stash_type 1: statistics in float32 (float64 inputs keep float64).
   Tensor xf = t == dtypes::kFloat64 ? x : x.Cast(dtypes::kFloat32);
@@ -111,6 +114,7 @@ absl::Status GroupNormOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor scale, ctx.In(1));
   ASSIGN_OR_RETURN(Tensor bias, ctx.In(2));
   int64_t groups = ctx.Int("num_groups", 0);
+  if (ctx.Int("stash_type", 1) != 1) return Unsupported("stash_type other than float32");
   if (x.ndim() < 2 || groups <= 0 || x.dim(1) % groups != 0)
     return Invalid("num_groups must divide the channels");
   int64_t n = x.dim(0), c = x.dim(1);

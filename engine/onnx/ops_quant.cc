@@ -97,8 +97,7 @@ absl::Status MatMulIntegerOp(OpContext& ctx) {
   return absl::OkStatus();
 }
 
-Tensor::ConvOptions ConvOpts(const OpContext& ctx, const Tensor& x, const Tensor& w,
-                             absl::Status* status) {
+Tensor::ConvOptions ConvOpts(const OpContext& ctx, const Tensor& x, absl::Status* status) {
   Tensor::ConvOptions o;
   size_t nd = x.ndim() - 2;
   o.stride = ctx.Ints("strides");
@@ -106,11 +105,11 @@ Tensor::ConvOptions ConvOpts(const OpContext& ctx, const Tensor& x, const Tensor
   o.groups = ctx.Int("group", 1);
   std::vector<int64_t> pads = ctx.Ints("pads");
   std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
+  (void)ctx.HasAttr("kernel_shape");  // implied by the weight
   if (auto_pad != "NOTSET" && auto_pad != "VALID")
     *status = Unsupported("auto_pad SAME is not supported for integer convolutions");
   if (!pads.empty() && pads.size() == 2 * nd)
     for (size_t i = 0; i < nd; ++i) o.padding.push_back({pads[i], pads[i + nd]});
-  (void)w;
   return o;
 }
 
@@ -120,7 +119,7 @@ absl::Status ConvIntegerOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor w, ctx.In(1));
   if (x.ndim() < 3 || w.ndim() != x.ndim()) return Invalid("input and weight ranks differ");
   absl::Status s;
-  Tensor::ConvOptions o = ConvOpts(ctx, x, w, &s);
+  Tensor::ConvOptions o = ConvOpts(ctx, x, &s);
   RETURN_IF_ERROR(s);
   // The input zero point also fills the padding.
   Tensor xi = x.Cast(dtypes::kInt32);
@@ -168,7 +167,7 @@ absl::Status QLinearConvOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor ws, ctx.In(4));
   if (x.ndim() < 3 || w.ndim() != x.ndim()) return Invalid("input and weight ranks differ");
   absl::Status s;
-  Tensor::ConvOptions o = ConvOpts(ctx, x, w, &s);
+  Tensor::ConvOptions o = ConvOpts(ctx, x, &s);
   RETURN_IF_ERROR(s);
   ASSIGN_OR_RETURN(Tensor xzp, ctx.In(2));
   Tensor xi = x.Cast(dtypes::kInt32) - xzp.Reshape({}).Cast(dtypes::kInt32);

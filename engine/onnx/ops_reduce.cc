@@ -14,9 +14,10 @@ void Reduce(OpRegistry* r, const std::string& name, int since, ReduceFn fn) {
     ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
     ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, AxesArg(ctx, 1, since));
     bool keep = ctx.Int("keepdims", 1) != 0;
+    bool noop = ctx.Int("noop_with_empty_axes", 0) != 0;
     std::vector<int64_t> norm;
     if (!axes || axes->empty()) {
-      if (ctx.Int("noop_with_empty_axes", 0) != 0) {
+      if (noop) {
         ctx.Set(0, x);
         return absl::OkStatus();
       }

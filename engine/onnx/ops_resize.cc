@@ -109,6 +109,8 @@ absl::StatusOr<Tensor> ResizeAxis(const OpContext& ctx, const Tensor& x, int64_t
       r = x.IndexSelect(axis, Iota1(ctx, idx));
     }
   } else {
+    if (s.out > (int64_t{1} << 26) / std::max<int64_t>(s.in, 1))
+      return Unsupported("interpolation matrix too large (output x input > 2^26 along one axis)");
     std::vector<double> w(s.out * s.in, 0.0);
     bool identity = s.out == s.in;
     for (int64_t o = 0; o < s.out; ++o) {
@@ -185,6 +187,8 @@ absl::Status ResizeOp(OpContext& ctx, bool upsample) {
     a.extrapolation = ctx.Float("extrapolation_value", 0.0f);
     if (ctx.Int("antialias", 0) != 0) return Unsupported("antialias is not supported");
     if (ctx.HasAttr("axes")) return Unsupported("the axes attribute is not supported");
+    if (ctx.Str("keep_aspect_ratio_policy", "stretch") != "stretch")
+      return Unsupported("keep_aspect_ratio_policy other than 'stretch' is not supported");
     if (ctx.Has(1)) {
       ASSIGN_OR_RETURN(roi, ctx.StaticDoubles(1));
     }

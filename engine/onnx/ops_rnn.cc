@@ -73,6 +73,11 @@ absl::Status RecurrentOp(OpContext& ctx, Cell cell) {
     acts.push_back(act);
   }
   std::optional<Tensor> bias, seq_lens, h0, c0, peep;
+  auto check = [&](const std::optional<Tensor>& t, Shape want, const char* name) {
+    if (t && t->shape() != want)
+      return Invalid(absl::StrCat(name, " has the wrong shape"));
+    return absl::OkStatus();
+  };
   if (ctx.Has(3)) {
     ASSIGN_OR_RETURN(bias, ctx.In(3));
   }
@@ -90,6 +95,11 @@ absl::Status RecurrentOp(OpContext& ctx, Cell cell) {
   if (cell == Cell::kLstm && ctx.Has(7)) {
     ASSIGN_OR_RETURN(peep, ctx.In(7));
   }
+  RETURN_IF_ERROR(check(bias, {dirs, 2 * gates * hidden}, "B"));
+  RETURN_IF_ERROR(check(seq_lens, {batch}, "sequence_lens"));
+  RETURN_IF_ERROR(check(h0, {dirs, batch, hidden}, "initial_h"));
+  RETURN_IF_ERROR(check(c0, {dirs, batch, hidden}, "initial_c"));
+  RETURN_IF_ERROR(check(peep, {dirs, 3 * hidden}, "P"));
   DType t = x.dtype();
   Tensor zeros = Tensor::Zeros(ctx.engine(), {batch, hidden}, t, ctx.device());
   std::vector<Tensor> y_dirs, h_dirs, c_dirs;

@@ -370,12 +370,16 @@ absl::Status DropoutOp(OpContext& ctx) {
       double ratio = 0.5;
       if (ctx.Has(1)) {
         ASSIGN_OR_RETURN(HostTensor r, ctx.Static(1));
+        if (r.numel() != 1) return Invalid("ratio must be a scalar");
         ratio = r.GetDouble(0);
       }
       if (ratio != 0) return Unsupported("training-mode dropout (random) is not supported");
     }
   }
-  if (ctx.opset() < 7 && ctx.Int("is_test", 0) == 0 && ctx.Float("ratio", 0.5f) != 0)
+  // Attribute forms (opset < 12): is_test (< 7) selects inference; ratio only
+  // matters in training.
+  float ratio_attr = ctx.Float("ratio", 0.5f);
+  if (ctx.opset() < 7 && ctx.Int("is_test", 0) == 0 && ratio_attr != 0)
     return Unsupported("training-mode dropout (random) is not supported");
   ctx.SetValue(0, ctx.Raw(0));
   if (ctx.Wants(1)) {

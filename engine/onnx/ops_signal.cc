@@ -46,7 +46,8 @@ absl::Status MelWeightMatrixOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<double> lo, ctx.StaticDoubles(3));
   ASSIGN_OR_RETURN(std::vector<double> hi, ctx.StaticDoubles(4));
   ASSIGN_OR_RETURN(DType t, OutputType(ctx));
-  if (bins <= 0 || dft_length <= 0 || rate <= 0 || lo.size() != 1 || hi.size() != 1)
+  if (bins <= 0 || dft_length <= 0 || rate <= 0 || lo.size() != 1 || hi.size() != 1 ||
+      bins > (1 << 16) || dft_length > (1 << 24))
     return Invalid("bad MelWeightMatrix arguments");
   int64_t spec_bins = dft_length / 2 + 1;
   auto mel = [](double f) { return 2595 * std::log10(1 + f / 700); };

@@ -131,13 +131,18 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
   if (p.has_segment())
     return absl::UnimplementedError(absl::StrCat(what, ": segmented tensors are not supported"));
   Shape shape(p.dims().begin(), p.dims().end());
-  for (int64_t d : shape)
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": negative dimension"));
-  HostTensor h(*dt, shape);
-  const size_t nbytes = h.data.size();
   auto fail = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
   };
+  // The element count, checked before anything is allocated.
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return fail(absl::InvalidArgumentError("negative dimension"));
+    if (d != 0 && numel > (int64_t{1} << 40) / d)
+      return fail(absl::InvalidArgumentError("the tensor is too large"));
+    numel *= d;
+  }
+  const size_t nbytes = static_cast<size_t>(numel) * dt->ItemSize();
 
   if (p.data_location() == TensorProto::EXTERNAL) {
     auto bytes = ExternalBytes(p, base_dir);
@@ -145,6 +150,7 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
     if (bytes->size() != nbytes)
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "external data has ", bytes->size(), " bytes, the shape needs ", nbytes)));
+    HostTensor h(*dt, shape);
     if (nbytes) std::memcpy(h.data.data(), bytes->data(), nbytes);
     return h;
   }
@@ -152,9 +158,25 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
     if (p.raw_data().size() != nbytes)
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "raw_data has ", p.raw_data().size(), " bytes, the shape needs ", nbytes)));
+    HostTensor h(*dt, shape);
     if (nbytes) std::memcpy(h.data.data(), p.raw_data().data(), nbytes);
     return h;
   }
+  // Typed fields: the count must match before the tensor is allocated.
+  const char* field = "int32_data";
+  int count = p.int32_data_size();
+  switch (p.data_type()) {
+    case TensorProto::FLOAT: field = "float_data", count = p.float_data_size(); break;
+    case TensorProto::DOUBLE: field = "double_data", count = p.double_data_size(); break;
+    case TensorProto::INT64: field = "int64_data", count = p.int64_data_size(); break;
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: field = "uint64_data", count = p.uint64_data_size(); break;
+    default: break;
+  }
+  if (count != numel)
+    return fail(absl::InvalidArgumentError(
+        absl::StrCat(field, " has ", count, " values, the shape needs ", numel)));
+  HostTensor h(*dt, shape);
   absl::Status s;
   switch (p.data_type()) {
     case TensorProto::FLOAT:
