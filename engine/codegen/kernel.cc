@@ -306,12 +306,16 @@ void Kernel::HandCodedOptimizations() {
   };
   if (vec_axis >= 0 && broadcast_along(vec_axis) && full_shape_[vec_axis] % 2 == 0)
     (void)ApplyOpt({OptOp::kUpcast, vec_axis, 2});
-  for (int i = first_reduce_ - 1; i >= 0; --i) {
+  // Without a vector axis, tile two axes (scalar accumulators) instead of one.
+  int reuse_upcasts = vec_axis >= 0 ? 1 : 2;
+  for (int i = first_reduce_ - 1; i >= 0 && reuse_upcasts > 0; --i) {
     if (i == vec_axis || !broadcast_along(i)) continue;
-    for (int64_t amt : {4, 3, 2}) {
-      if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) break;
+    for (int64_t amt : {4, 3, 5, 2}) {
+      if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) {
+        --reuse_upcasts;
+        break;
+      }
     }
-    break;
   }
   // 4. Unroll the innermost reduce loop a little.
   int last_reduce = first_upcast() - 1;
