@@ -1,0 +1,248 @@
+// kiln: command-line client of kilnd (and of any KServe v2 / Triton gRPC
+// server).
+//
+//   kiln health                                   liveness, readiness, gRPC health
+//   kiln models [index|load M|unload M]           repository index / control
+//   kiln metadata M | config M | stats [M]        model metadata, config, statistics
+//   kiln infer --model M --input NAME=FILE.npy... [--output-dir DIR]
+//   kiln perf --model M --concurrency 1:16 [--shape NAME=d,d,..] [--batch N]
+//
+// Common flags: --url host:port (default localhost:8001), --tls, --ca-cert
+// FILE, --tls-server-name NAME, --auth-token T (or $KILN_AUTH_TOKEN),
+// --timeout SECONDS. Exit status: 0 ok, 1 the server said no, 2 usage.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "clients/client.h"
+#include "clients/run/run_command.h"
+#include "clients/npy.h"
+#include "clients/perf.h"
+#include "google/protobuf/text_format.h"
+#include "server/flags.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kiln [flags] COMMAND ...\n"
+    "commands:\n"
+    "  health                         server liveness / readiness / gRPC health\n"
+    "  models [index]                 list the repository's models and their state\n"
+    "  models load MODEL              load (or reload) a model (explicit control mode)\n"
+    "  models unload MODEL            unload a model, draining its requests\n"
+    "  metadata MODEL | config MODEL  model metadata / configuration\n"
+    "  stats [MODEL]                  inference statistics\n"
+    "  infer --model M --input NAME=FILE.npy ... [--output-dir DIR] [--output NAME ...]\n"
+    "  perf --model M [--concurrency 1:16] [--shape NAME=d,d,...] [--batch N]\n"
+    "       [--window-ms 1000] [--stability 0.1] [--max-windows 10] [--bench-prefix P]\n"
+    "  run --model PATH.onnx ...      run a model locally in kiln's engine (kiln run --help)\n";
+
+int Usage(const std::string& msg, const FlagParser& flags) {
+  if (!msg.empty()) std::fprintf(stderr, "kiln: %s\n", msg.c_str());
+  std::fprintf(stderr, "%sflags:\n%s", kUsage, flags.Usage().c_str());
+  return 2;
+}
+
+int Error(const absl::Status& s) {
+  std::fprintf(stderr, "kiln: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+std::string Text(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::TextFormat::PrintToString(m, &out);
+  return out;
+}
+
+int Health(KilnClient* c) {
+  auto live = c->ServerLive();
+  auto ready = c->ServerReady();
+  auto health = c->Health();
+  std::printf("live: %s\nready: %s\nhealth: %s\n",
+              live.ok() ? (*live ? "true" : "false") : live.status().ToString().c_str(),
+              ready.ok() ? (*ready ? "true" : "false") : ready.status().ToString().c_str(),
+              health.ok() ? health->c_str() : health.status().ToString().c_str());
+  return live.ok() && *live && ready.ok() && *ready ? 0 : 1;
+}
+
+int Models(KilnClient* c, const std::vector<std::string>& args) {
+  if (args.size() <= 1 || args[1] == "index") {
+    auto idx = c->RepositoryIndex();
+    if (!idx.ok()) return Error(idx.status());
+    std::printf("%-24s %-8s %-12s %s\n", "MODEL", "VERSION", "STATE", "REASON");
+    for (const auto& m : idx->models())
+      std::printf("%-24s %-8s %-12s %s\n", m.name().c_str(),
+                  m.version().empty() ? "-" : m.version().c_str(), m.state().c_str(),
+                  m.reason().c_str());
+    return 0;
+  }
+  if (args.size() != 3 || (args[1] != "load" && args[1] != "unload")) {
+    std::fprintf(stderr, "kiln: models [index | load MODEL | unload MODEL]\n");
+    return 2;
+  }
+  absl::Status s = args[1] == "load" ? c->LoadModel(args[2]) : c->UnloadModel(args[2]);
+  if (!s.ok()) return Error(s);
+  std::printf("%s: %s\n", args[2].c_str(), args[1] == "load" ? "loaded" : "unloaded");
+  return 0;
+}
+
+int Infer(KilnClient* c, const std::string& model, const std::vector<std::string>& inputs,
+          const std::vector<std::string>& outputs, const std::string& out_dir,
+          const InferOptions& base) {
+  if (model.empty() || inputs.empty()) {
+    std::fprintf(stderr, "kiln: infer needs --model and at least one --input NAME=FILE.npy\n");
+    return 2;
+  }
+  std::vector<ClientTensor> tensors;
+  for (const std::string& spec : inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "kiln: --input '%s' must be NAME=FILE.npy\n", spec.c_str());
+      return 2;
+    }
+    auto t = ReadNpyTensor(spec.substr(eq + 1));
+    if (!t.ok()) return Error(t.status());
+    t->name = spec.substr(0, eq);
+    tensors.push_back(std::move(*t));
+  }
+  InferOptions o = base;
+  o.outputs = outputs;
+  auto result = c->Infer(model, tensors, o);
+  if (!result.ok()) return Error(result.status());
+  for (const ClientTensor& t : *result) {
+    std::string path = absl::StrCat(out_dir, "/", t.name, ".npy");
+    for (char& ch : path)
+      if (ch == ':') ch = '_';
+    absl::Status s = WriteNpyTensor(path, t);
+    if (!s.ok()) return Error(s);
+    std::string shape;
+    for (size_t i = 0; i < t.shape.size(); ++i) absl::StrAppend(&shape, i ? "," : "", t.shape[i]);
+    std::printf("%s %s [%s] -> %s\n", t.name.c_str(), t.datatype.c_str(), shape.c_str(),
+                path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  // `kiln run` runs a model in-process on the engine (no server involved).
+  if (argc >= 2 && std::string(argv[1]) == "run") return kiln::RunCommand(argc - 1, argv + 1);
+  using namespace kiln;
+  ClientOptions co;
+  std::string url = "localhost:8001", model, version, out_dir = ".", concurrency = "1",
+              bench_prefix;
+  std::vector<std::string> inputs, outputs, shapes;
+  double timeout = 60, stability = 0.10;
+  int64_t batch = 1, window_ms = 1000, max_windows = 10, priority = 0, queue_timeout_us = 0;
+  bool help = false;
+  FlagParser flags;
+  flags.AddString("url", &url, "server address host:port");
+  flags.AddBool("tls", &co.tls, "use TLS");
+  flags.AddString("ca-cert", &co.ca_cert_file, "PEM root certificates for --tls");
+  flags.AddString("tls-server-name", &co.tls_server_name, "certificate name to expect");
+  flags.AddString("auth-token", &co.auth_token, "bearer token (also $KILN_AUTH_TOKEN)");
+  flags.AddDouble("timeout", &timeout, "per-call deadline in seconds");
+  flags.AddString("model", &model, "model name");
+  flags.AddString("model-version", &version, "model version (default: latest)");
+  flags.AddList("input", &inputs, "infer: NAME=FILE.npy (repeat)");
+  flags.AddList("output", &outputs, "infer: output to return (repeat; default all)");
+  flags.AddString("output-dir", &out_dir, "infer: where NAME.npy outputs are written");
+  flags.AddInt("priority", &priority, "infer: request priority (1 = highest)");
+  flags.AddInt("queue-timeout-us", &queue_timeout_us, "infer: server-side queue timeout");
+  flags.AddString("concurrency", &concurrency,
+                  "perf: N, START:END (doubling), START:END:STEP or N,N,...");
+  flags.AddList("shape", &shapes, "perf: NAME=d,d,... full input shape (repeat)");
+  flags.AddInt("batch", &batch, "perf: rows per request for batching models");
+  flags.AddInt("window-ms", &window_ms, "perf: measurement window");
+  flags.AddDouble("stability", &stability, "perf: allowed relative spread between windows");
+  flags.AddInt("max-windows", &max_windows, "perf: windows per level at most");
+  flags.AddString("bench-prefix", &bench_prefix,
+                  "perf: also print 'PREFIX_cN_...: value unit' lines (tools/bench)");
+  flags.AddBool("help", &help, "print help");
+  absl::Status ps = flags.Parse(argc, argv);
+  if (!ps.ok()) return Usage(std::string(ps.message()), flags);
+  if (help) {
+    std::printf("%sflags:\n%s", kUsage, flags.Usage().c_str());
+    return 0;
+  }
+  const std::vector<std::string>& args = flags.positional();
+  if (args.empty()) return Usage("no command", flags);
+  if (co.auth_token.empty())
+    if (const char* t = std::getenv("KILN_AUTH_TOKEN")) co.auth_token = t;
+  if (timeout <= 0 || timeout > 86400) return Usage("--timeout out of range", flags);
+  co.address = url;
+  co.timeout = absl::Seconds(timeout);
+  auto client = KilnClient::Connect(co);
+  if (!client.ok()) return Error(client.status());
+  KilnClient* c = client->get();
+  const std::string& cmd = args[0];
+  if (cmd == "health") return Health(c);
+  if (cmd == "models") return Models(c, args);
+  if (cmd == "metadata" || cmd == "config") {
+    if (args.size() != 2) return Usage(cmd + " needs MODEL", flags);
+    if (cmd == "metadata") {
+      auto m = c->ModelMetadata(args[1], version);
+      if (!m.ok()) return Error(m.status());
+      std::printf("%s", Text(*m).c_str());
+    } else {
+      auto m = c->ModelConfig(args[1], version);
+      if (!m.ok()) return Error(m.status());
+      std::printf("%s", Text(m->config()).c_str());
+    }
+    return 0;
+  }
+  if (cmd == "stats") {
+    auto s = c->ModelStatistics(args.size() > 1 ? args[1] : "", version);
+    if (!s.ok()) return Error(s.status());
+    std::printf("%s", Text(*s).c_str());
+    return 0;
+  }
+  if (cmd == "infer") {
+    InferOptions o;
+    o.version = version;
+    o.priority = priority;
+    o.timeout_us = queue_timeout_us;
+    return Infer(c, model, inputs, outputs, out_dir, o);
+  }
+  if (cmd == "perf") {
+    PerfOptions po;
+    po.model = model;
+    po.version = version;
+    if (model.empty()) return Usage("perf needs --model", flags);
+    auto levels = ParseConcurrency(concurrency);
+    if (!levels.ok()) return Usage(std::string(levels.status().message()), flags);
+    po.concurrency = *levels;
+    for (const std::string& s : shapes) {
+      absl::Status st = ParseShape(s, &po.shapes);
+      if (!st.ok()) return Usage(std::string(st.message()), flags);
+    }
+    if (batch < 1 || window_ms < 10 || max_windows < 3 || stability <= 0)
+      return Usage("bad --batch / --window-ms / --max-windows / --stability", flags);
+    po.batch = batch;
+    po.window = absl::Milliseconds(window_ms);
+    po.stability = stability;
+    po.max_windows = static_cast<int>(max_windows);
+    auto r = RunPerf(c, po, [&](const PerfLevel& l) {
+      std::printf("%s\n", FormatPerfLevel(l).c_str());
+      if (!bench_prefix.empty()) {
+        std::string p = absl::StrCat(bench_prefix, "_c", l.concurrency);
+        std::printf("%s_throughput: %.1f infer/s\n%s_p50: %.3f ms\n%s_p90: %.3f ms\n"
+                    "%s_p99: %.3f ms\n%s_server_avg_batch: %.2f rows\n",
+                    p.c_str(), l.throughput, p.c_str(), l.p50_ms, p.c_str(), l.p90_ms, p.c_str(),
+                    l.p99_ms, p.c_str(), l.server_avg_batch);
+      }
+      std::fflush(stdout);
+    });
+    if (!r.ok()) return Error(r.status());
+    for (const PerfLevel& l : *r)
+      if (l.requests == 0) return 1;
+    return 0;
+  }
+  return Usage("unknown command '" + cmd + "'", flags);
+}

@@ -1,0 +1,194 @@
+#include "server/kiln_server.h"
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+#include "engine/realize/engine.h"
+#include "engine/runtime/device.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "server/clock.h"
+#include "server/metrics.h"
+#include "server/onnx_runner.h"
+#include "server/service.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kServiceName[] = "inference.GRPCInferenceService";
+
+absl::StatusOr<std::string> ReadPem(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError("cannot read " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+struct KilnServer::Impl {
+  KilnServerOptions options;
+  std::unique_ptr<DeviceRegistry> registry;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<BackendLoader> loader;
+  RealClock clock;
+  std::shared_ptr<prometheus::Registry> prom;
+  std::unique_ptr<Metrics> metrics;
+  std::shared_ptr<EngineCollector> engine_collector;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  ServerState state;
+  std::unique_ptr<InferenceService> service;
+  std::unique_ptr<grpc::Server> server;
+
+  void SetServing(bool serving) {
+    if (!server) return;
+    if (auto* h = server->GetHealthCheckService()) {
+      h->SetServingStatus(serving);
+      h->SetServingStatus(kServiceName, serving);
+    }
+  }
+};
+
+KilnServer::KilnServer() : impl_(new Impl) {}
+
+KilnServer::~KilnServer() {
+  Shutdown();
+  impl_->exposer.reset();  // civetweb takes ~2 s to stop
+}
+
+absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
+    const KilnServerOptions& options, std::unique_ptr<BackendLoader> loader) {
+  std::unique_ptr<KilnServer> s(new KilnServer());
+  Impl& im = *s->impl_;
+  im.options = options;
+  if (options.tls_cert.empty() != options.tls_key.empty())
+    return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  if (options.max_message_bytes < 1024 || options.max_message_bytes > (int64_t{2} << 30) - 1)
+    return absl::InvalidArgumentError("--max-message-bytes must be in [1 KiB, 2 GiB)");
+
+  // Engine (only when kiln's own backend is used).
+  if (loader) {
+    im.loader = std::move(loader);
+  } else {
+    im.registry = DeviceRegistry::WithDefaults();
+    ASSIGN_OR_RETURN(Device * dev, im.registry->Get(options.device));
+    (void)dev;
+    im.engine = std::make_unique<Engine>(im.registry.get());
+    im.loader = std::make_unique<OnnxLoader>(im.engine.get());
+  }
+
+  // Metrics.
+  im.prom = std::make_shared<prometheus::Registry>();
+  im.metrics = std::make_unique<Metrics>(im.prom);
+  if (options.metrics_port >= 0) {
+    Engine* engine = im.engine.get();
+    std::string device = options.device;
+    im.engine_collector = std::make_shared<EngineCollector>([engine, device]() {
+      EngineSnapshot snap;
+      if (engine == nullptr) return snap;
+      EngineStats es = engine->stats();
+      snap.kernels_compiled = static_cast<double>(es.kernels_compiled);
+      snap.compile_seconds = es.compile_seconds;
+      for (const std::string& name : {device}) {
+        auto d = engine->GetDevice(name);
+        if (!d.ok()) continue;
+        Allocator::Stats as = (*d)->allocator().stats();
+        snap.memory.push_back({(*d)->name(), static_cast<double>(as.allocated_bytes),
+                               static_cast<double>(as.cached_bytes)});
+      }
+      return snap;
+    });
+    try {
+      im.exposer = std::make_unique<prometheus::Exposer>(
+          absl::StrCat(options.address, ":", options.metrics_port));
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options.address, ":",
+                                                 options.metrics_port, ": ", e.what()));
+    }
+    im.exposer->RegisterCollectable(im.prom);
+    im.exposer->RegisterCollectable(im.engine_collector);
+    std::vector<int> ports = im.exposer->GetListeningPorts();
+    s->metrics_port_ = ports.empty() ? options.metrics_port : ports[0];
+  }
+
+  // Models and service.
+  ModelManager::Options mo;
+  mo.repository = options.model_repository;
+  mo.mode = options.mode;
+  mo.startup_models = options.load_models;
+  mo.device = options.device;
+  mo.max_captures = options.jit_max_captures;
+  mo.default_max_batch = options.default_max_batch;
+  mo.pad_to_captured = options.pad_to_captured;
+  s->manager_ = std::make_unique<ModelManager>(mo, im.loader.get(), im.metrics.get(), &im.clock);
+  InferenceService::Options so;
+  so.limits.max_input_bytes = options.max_input_bytes;
+  so.auth_token = options.auth_token;
+  im.service = std::make_unique<InferenceService>(s->manager_.get(), im.metrics.get(), &im.state, so);
+
+  // gRPC server.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (!options.tls_cert.empty()) {
+    ASSIGN_OR_RETURN(std::string cert, ReadPem(options.tls_cert));
+    ASSIGN_OR_RETURN(std::string key, ReadPem(options.tls_key));
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    creds = grpc::SslServerCredentials(ssl);
+  } else {
+    creds = grpc::InsecureServerCredentials();
+  }
+  std::string addr = absl::StrCat(options.address, ":", options.grpc_port);
+  builder.AddListeningPort(addr, creds, &s->grpc_port_);
+  builder.RegisterService(im.service.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  im.server = builder.BuildAndStart();
+  if (!im.server || s->grpc_port_ == 0)
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", addr));
+  im.SetServing(false);
+
+  s->startup_status_ = s->manager_->Start();
+  if (!s->startup_status_.ok() && options.exit_on_error) return s->startup_status_;
+  im.state.ready = true;
+  im.SetServing(true);
+  return s;
+}
+
+void KilnServer::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  Impl& im = *impl_;
+  // New requests are refused (UNAVAILABLE) from here on; queued ones are
+  // sent without further batching delay while gRPC stops accepting calls
+  // and waits for the in-flight ones (up to exit_timeout, then cancels them).
+  im.state.shutting_down = true;
+  im.state.ready = false;
+  im.SetServing(false);
+  std::thread drain([this] {
+    if (manager_) manager_->StopAll();
+  });
+  // In-flight calls finish (their models keep running until drained);
+  // then gRPC closes every connection at once (idle client connections
+  // would otherwise hold a graceful shutdown for seconds).
+  absl::Time deadline = absl::Now() + im.options.exit_timeout;
+  while (im.service && im.service->active_calls() > 0 && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(5));
+  if (im.server) {
+    im.server->Shutdown(absl::ToChronoTime(absl::Now()));
+    im.server->Wait();
+  }
+  drain.join();
+  im.server.reset();
+  im.service.reset();
+  manager_.reset();
+}
+
+}  // namespace kiln

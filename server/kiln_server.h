@@ -1,0 +1,77 @@
+// KilnServer: kilnd assembled. Owns the device registry and engine, the
+// ONNX backend loader (or an injected one), the metrics registry and its
+// HTTP exposer, the model manager, the gRPC service (plus gRPC's standard
+// health service, grpc.health.v1) and the gRPC server.
+//
+// Start binds the ports (0 = any free port; see grpc_port() /
+// metrics_port()), serves liveness at once, loads the startup models, and
+// then reports ready (ServerReady, health SERVING). Shutdown stops
+// accepting new calls, lets in-flight calls finish within exit_timeout
+// (cancelling what is left after that), and drains and unloads every model.
+// The metrics endpoint stays up until the server is destroyed.
+//
+// Thread safety: Start / Shutdown from one thread; the server itself serves
+// from gRPC's threads.
+#ifndef KILN_SERVER_KILN_SERVER_H_
+#define KILN_SERVER_KILN_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/model_manager.h"
+#include "server/runner.h"
+
+namespace kiln {
+
+struct KilnServerOptions {
+  std::string model_repository = "models";
+  std::string address = "0.0.0.0";  // gRPC and metrics bind address
+  int grpc_port = 8001;              // 0: any free port
+  int metrics_port = 8002;           // 0: any free port; -1: no metrics endpoint
+  std::string device = "CPU";
+  ControlMode mode = ControlMode::kNone;
+  std::vector<std::string> load_models;  // explicit mode: loaded at start
+  std::string tls_cert, tls_key;         // PEM files; both or neither
+  std::string auth_token;                // empty: no auth
+  int64_t max_message_bytes = int64_t{256} << 20;
+  int64_t max_input_bytes = int64_t{256} << 20;
+  absl::Duration exit_timeout = absl::Seconds(30);
+  size_t jit_max_captures = 16;
+  int64_t default_max_batch = 8;
+  bool pad_to_captured = true;
+  bool exit_on_error = false;  // fail Start when a startup model fails
+};
+
+class KilnServer {
+ public:
+  // `loader` null: kiln's ONNX backend on the engine.
+  static absl::StatusOr<std::unique_ptr<KilnServer>> Start(
+      const KilnServerOptions& options, std::unique_ptr<BackendLoader> loader = nullptr);
+  ~KilnServer();
+
+  int grpc_port() const { return grpc_port_; }
+  int metrics_port() const { return metrics_port_; }
+  // Status of loading the startup models (OK when all loaded).
+  const absl::Status& startup_status() const { return startup_status_; }
+  ModelManager* manager() { return manager_.get(); }
+
+  void Shutdown();
+
+ private:
+  struct Impl;
+  KilnServer();
+
+  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<ModelManager> manager_;
+  int grpc_port_ = 0;
+  int metrics_port_ = -1;
+  absl::Status startup_status_;
+  bool shut_down_ = false;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_SERVER_KILN_SERVER_H_

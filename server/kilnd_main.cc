@@ -1,0 +1,148 @@
+// kilnd: kiln's inference server.
+//
+//   kilnd --model-repository=models [--grpc-port=8001] [--metrics-port=8002]
+//         [--device=CPU] [--model-control-mode=none|explicit] [--load-model=M ...]
+//         [--tls-cert=F --tls-key=F] [--auth-token=T | --auth-token-file=F]
+//         [--exit-timeout=30] [--ready-file=F]
+//
+// Runs in the foreground. SIGTERM / SIGINT: stop accepting, finish
+// in-flight requests within --exit-timeout seconds, exit 0.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/flags.h"
+#include "server/kiln_server.h"
+#include "server/service.h"
+
+namespace {
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "kilnd: %s\n", msg.c_str());
+  return 2;
+}
+
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    if (!f) return false;
+    f << text;
+    if (!f) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kiln::KilnServerOptions o;
+  std::string mode = "none", auth_file, ready_file;
+  int64_t grpc_port = o.grpc_port, metrics_port = o.metrics_port;
+  int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
+  double exit_timeout = 30;
+  bool help = false, no_pad = false;
+  kiln::FlagParser flags;
+  flags.AddString("model-repository", &o.model_repository, "model repository directory");
+  flags.AddString("address", &o.address, "bind address of the gRPC and metrics ports");
+  flags.AddInt("grpc-port", &grpc_port, "gRPC port (0: any free port)");
+  flags.AddInt("metrics-port", &metrics_port, "Prometheus /metrics port (0: any, -1: off)");
+  flags.AddString("device", &o.device, "engine device: CPU, OPENCL, CUDA or INTERP");
+  flags.AddString("model-control-mode", &mode, "none (load all at start) or explicit (API)");
+  flags.AddList("load-model", &o.load_models, "explicit mode: model to load at start (repeat)");
+  flags.AddString("tls-cert", &o.tls_cert, "PEM server certificate (with --tls-key)");
+  flags.AddString("tls-key", &o.tls_key, "PEM private key (with --tls-cert)");
+  flags.AddString("auth-token", &o.auth_token,
+                  "require 'authorization: Bearer <token>' (also $KILN_AUTH_TOKEN)");
+  flags.AddString("auth-token-file", &auth_file, "read the bearer token from this file");
+  flags.AddInt("max-message-bytes", &o.max_message_bytes, "largest gRPC message");
+  flags.AddInt("max-input-bytes", &o.max_input_bytes, "largest input tensor of a request");
+  flags.AddDouble("exit-timeout", &exit_timeout, "seconds to finish in-flight requests on exit");
+  flags.AddInt("jit-max-captures", &max_captures, "JIT captures kept per model instance (LRU)");
+  flags.AddInt("default-max-batch", &o.default_max_batch,
+               "max_batch_size of configs derived from a model without config.pbtxt");
+  flags.AddBool("no-pad", &no_pad, "never pad a batch up to a captured batch size");
+  flags.AddBool("exit-on-error", &o.exit_on_error, "exit if a startup model fails to load");
+  flags.AddString("ready-file", &ready_file,
+                  "write 'grpc_port=N' and 'metrics_port=N' lines here once ready");
+  flags.AddBool("help", &help, "print this help");
+  absl::Status s = flags.Parse(argc, argv);
+  if (!s.ok()) return Fail(absl::StrCat(s.message(), "\nflags:\n", flags.Usage()));
+  if (help) {
+    std::printf("usage: kilnd [flags]\n%s", flags.Usage().c_str());
+    return 0;
+  }
+  if (!flags.positional().empty()) return Fail("unexpected argument " + flags.positional()[0]);
+  if (mode == "none") o.mode = kiln::ControlMode::kNone;
+  else if (mode == "explicit") o.mode = kiln::ControlMode::kExplicit;
+  else return Fail("--model-control-mode must be none or explicit");
+  if (!o.load_models.empty() && o.mode != kiln::ControlMode::kExplicit)
+    return Fail("--load-model needs --model-control-mode=explicit");
+  if (grpc_port < 0 || grpc_port > 65535) return Fail("--grpc-port out of range");
+  if (metrics_port < -1 || metrics_port > 65535) return Fail("--metrics-port out of range");
+  if (exit_timeout < 0 || exit_timeout > 86400) return Fail("--exit-timeout out of range");
+  if (max_captures < 1 || max_captures > 4096) return Fail("--jit-max-captures out of range");
+  if (o.default_max_batch < 0 || o.default_max_batch > 65536)
+    return Fail("--default-max-batch out of range");
+  o.grpc_port = static_cast<int>(grpc_port);
+  o.metrics_port = static_cast<int>(metrics_port);
+  o.exit_timeout = absl::Seconds(exit_timeout);
+  o.jit_max_captures = static_cast<size_t>(max_captures);
+  o.pad_to_captured = !no_pad;
+  if (!auth_file.empty()) {
+    std::ifstream f(auth_file);
+    if (!f) return Fail("cannot read --auth-token-file " + auth_file);
+    std::getline(f, o.auth_token);
+  }
+  if (o.auth_token.empty())
+    if (const char* t = std::getenv("KILN_AUTH_TOKEN")) o.auth_token = t;
+
+  // Signals are taken by sigwait on this thread; every other thread (gRPC,
+  // batchers, engine workers) inherits the blocked mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = kiln::KilnServer::Start(o);
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  if (!(*server)->startup_status().ok())
+    std::fprintf(stderr, "kilnd: warning: %s\n",
+                 std::string((*server)->startup_status().message()).c_str());
+  for (const auto& e : (*server)->manager()->Index(false))
+    std::fprintf(stderr, "kilnd: model %s %s %s%s%s\n", e.name.c_str(),
+                 e.version.empty() ? "-" : e.version.c_str(), e.state.c_str(),
+                 e.reason.empty() ? "" : ": ", e.reason.c_str());
+  std::fprintf(stderr, "kilnd %s: serving gRPC on %s:%d%s, metrics on %s\n",
+               kiln::kServerVersion, o.address.c_str(), (*server)->grpc_port(),
+               o.tls_cert.empty() ? "" : " (TLS)",
+               (*server)->metrics_port() >= 0
+                   ? absl::StrCat("http://", o.address, ":", (*server)->metrics_port(), "/metrics")
+                         .c_str()
+                   : "(off)");
+  if (!ready_file.empty() &&
+      !WriteFileAtomically(ready_file, absl::StrCat("grpc_port=", (*server)->grpc_port(),
+                                                    "\nmetrics_port=", (*server)->metrics_port(),
+                                                    "\npid=", getpid(), "\n")))
+    std::fprintf(stderr, "kilnd: warning: cannot write %s\n", ready_file.c_str());
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::fprintf(stderr, "kilnd: %s: finishing in-flight requests (up to %gs), then exiting\n",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT", exit_timeout);
+  (*server)->Shutdown();
+  std::fprintf(stderr, "kilnd: stopped\n");
+  std::fflush(stderr);
+  // Everything is drained; skip tearing down the metrics HTTP server, which
+  // would only add seconds to the exit.
+  std::_Exit(0);
+}

@@ -1,0 +1,308 @@
+#include "server/model_manager.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+
+namespace kiln {
+
+LoadedModel::~LoadedModel() {
+  if (batcher_) batcher_->Stop(Batcher::StopMode::kAbort);
+  batcher_.reset();
+  executor_.reset();
+}
+
+absl::Status LoadedModel::Enqueue(RequestPtr r, absl::Duration requested_timeout) {
+  return batcher_->Enqueue(std::move(r), requested_timeout);
+}
+
+size_t LoadedModel::pending() const { return batcher_ ? batcher_->pending() : 0; }
+
+void LoadedModel::Wake() {
+  if (batcher_) batcher_->Wake();
+}
+
+void LoadedModel::Drain() {
+  if (batcher_) batcher_->Stop(Batcher::StopMode::kDrain);
+  if (metrics_) metrics_->ready->Set(0);
+}
+
+ModelManager::ModelManager(Options options, BackendLoader* loader, Metrics* metrics, Clock* clock)
+    : options_(std::move(options)),
+      repository_(options_.repository),
+      loader_(loader),
+      metrics_(metrics),
+      clock_(clock) {}
+
+ModelManager::~ModelManager() { StopAll(); }
+
+absl::Status ModelManager::Start() {
+  std::vector<std::string> names;
+  if (options_.mode == ControlMode::kNone) {
+    ASSIGN_OR_RETURN(names, repository_.ListModels());
+  } else {
+    names = options_.startup_models;
+  }
+  {
+    absl::MutexLock l(&mu_);
+    for (const std::string& n : names) models_[n].reason = "not loaded yet";
+  }
+  absl::Status first;
+  absl::MutexLock l(&load_mu_);
+  for (const std::string& n : names) {
+    absl::Status s = LoadLocked(n);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+void ModelManager::SetState(const std::string& name, const std::string& state,
+                            const std::string& reason) {
+  absl::MutexLock l(&mu_);
+  Entry& e = models_[name];
+  e.state = state;
+  e.reason = reason;
+}
+
+absl::StatusOr<std::string> ModelManager::ResolveDevice(const ModelSpec& spec) const {
+  if (spec.device.empty()) return options_.device;
+  if (spec.device == "CPU") return std::string("CPU");
+  // KIND_GPU
+  if (options_.device == "CPU" || options_.device == "INTERP")
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", spec.name, "' asks for KIND_GPU instances but kilnd runs with --device=",
+        options_.device));
+  return options_.device;
+}
+
+absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::LoadVersion(const ModelSpec& base,
+                                                                       int64_t version) {
+  absl::Time start = clock_->Now();
+  std::shared_ptr<LoadedModel> m(new LoadedModel());
+  m->version_ = version;
+  m->version_str_ = absl::StrCat(version);
+  std::string path = repository_.ModelFile(base.name, version, base.model_filename);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(absl::StrCat("model '", base.name, "' version ", version,
+                                            ": no model file ", path));
+  ASSIGN_OR_RETURN(std::string device, ResolveDevice(base));
+  ASSIGN_OR_RETURN(m->backend_, loader_->Load(path, device));
+  if (base.derived) {
+    ASSIGN_OR_RETURN(m->spec_, DeriveModelSpec(m->backend_->signature(), base.name,
+                                               options_.default_max_batch));
+  } else {
+    m->spec_ = base;
+    RETURN_IF_ERROR(CompleteSpecFromModel(m->backend_->signature(), &m->spec_));
+  }
+  std::vector<std::unique_ptr<ModelRunner>> runners;
+  for (int i = 0; i < m->spec_.instance_count; ++i) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> r,
+                     m->backend_->NewRunner(options_.max_captures));
+    runners.push_back(std::move(r));
+  }
+  if (metrics_) m->metrics_ = metrics_->ForModel(base.name, m->version_str_);
+  Executor::Options eo;
+  eo.max_captures = options_.max_captures;
+  eo.pad_to_captured = options_.pad_to_captured;
+  m->executor_ = std::make_unique<Executor>(&m->spec_, std::move(runners), m->metrics_,
+                                            &m->stats_, clock_, eo);
+  RETURN_IF_ERROR(m->executor_->Warmup());
+  Executor* exec = m->executor_.get();
+  ModelMetrics* mm = m->metrics_.get();
+  m->batcher_ = std::make_unique<Batcher>(
+      m->spec_.batching, m->spec_.max_batch_size, m->spec_.instance_count, clock_,
+      [exec](std::vector<RequestPtr> batch, int instance) {
+        exec->Execute(std::move(batch), instance);
+      },
+      [mm](size_t pending) {
+        if (mm) mm->pending->Set(static_cast<double>(pending));
+      });
+  if (mm) {
+    mm->load_seconds->Set(absl::ToDoubleSeconds(clock_->Now() - start));
+    mm->ready->Set(1);
+  }
+  return m;
+}
+
+absl::Status ModelManager::LoadLocked(const std::string& name) {
+  {
+    absl::MutexLock l(&mu_);
+    if (stopped_) return absl::UnavailableError("the server is shutting down");
+  }
+  if (!ModelRepository::ValidModelName(name) || !repository_.HasModel(name))
+    return absl::NotFoundError(absl::StrCat("model '", name, "' is not in the repository ",
+                                            repository_.root()));
+  bool had_versions;
+  {
+    absl::MutexLock l(&mu_);
+    Entry& e = models_[name];
+    had_versions = !e.versions.empty();
+    if (!had_versions) {
+      e.state = "LOADING";
+      e.reason = "";
+    }
+  }
+  auto fail = [&](const absl::Status& s) {
+    absl::MutexLock l(&mu_);
+    Entry& e = models_[name];
+    if (e.versions.empty()) e.state = "UNAVAILABLE";
+    e.reason = std::string(s.message());
+    return s;
+  };
+  absl::StatusOr<std::optional<std::string>> text = repository_.ReadConfig(name);
+  if (!text.ok()) return fail(text.status());
+  ModelSpec base;
+  if (text->has_value()) {
+    auto config = ParseModelConfigText(**text, repository_.ConfigPath(name));
+    if (!config.ok()) return fail(config.status());
+    auto spec = ModelSpecFromConfig(*config, name);
+    if (!spec.ok()) return fail(spec.status());
+    base = std::move(*spec);
+  } else {
+    base.name = name;
+    base.derived = true;
+  }
+  auto available = repository_.ListVersions(name);
+  if (!available.ok()) return fail(available.status());
+  std::vector<int64_t> versions = base.version_policy.Select(*available);
+  if (versions.empty())
+    return fail(absl::NotFoundError(absl::StrCat("model '", name,
+                                                 "' has no version directory to serve")));
+  std::map<int64_t, std::shared_ptr<LoadedModel>> loaded;
+  for (int64_t v : versions) {
+    auto m = LoadVersion(base, v);
+    if (!m.ok()) {
+      for (auto& [ver, lm] : loaded) lm->Drain();
+      return fail(absl::Status(m.status().code(),
+                               absl::StrCat("loading ", name, " version ", v, ": ",
+                                            m.status().message())));
+    }
+    loaded[v] = std::move(*m);
+  }
+  std::map<int64_t, std::shared_ptr<LoadedModel>> old;
+  {
+    absl::MutexLock l(&mu_);
+    Entry& e = models_[name];
+    old.swap(e.versions);
+    e.versions = std::move(loaded);
+    e.state = "READY";
+    e.reason = "";
+  }
+  for (auto& [v, m] : old) m->Drain();
+  return absl::OkStatus();
+}
+
+absl::Status ModelManager::Load(const std::string& name) {
+  if (options_.mode != ControlMode::kExplicit)
+    return absl::FailedPreconditionError(
+        "model control mode is 'none': restart kilnd with --model-control-mode=explicit to "
+        "load and unload models over the API");
+  absl::MutexLock l(&load_mu_);
+  return LoadLocked(name);
+}
+
+absl::Status ModelManager::Unload(const std::string& name) {
+  if (options_.mode != ControlMode::kExplicit)
+    return absl::FailedPreconditionError(
+        "model control mode is 'none': restart kilnd with --model-control-mode=explicit to "
+        "load and unload models over the API");
+  absl::MutexLock l(&load_mu_);
+  std::map<int64_t, std::shared_ptr<LoadedModel>> old;
+  {
+    absl::MutexLock m(&mu_);
+    auto it = models_.find(name);
+    if (it == models_.end()) {
+      if (repository_.HasModel(name)) return absl::OkStatus();  // not loaded: nothing to do
+      return absl::NotFoundError(absl::StrCat("model '", name, "' is not in the repository"));
+    }
+    old.swap(it->second.versions);
+    it->second.state = old.empty() ? it->second.state : "UNLOADING";
+  }
+  for (auto& [v, m] : old) m->Drain();
+  SetState(name, "UNAVAILABLE", "unloaded");
+  return absl::OkStatus();
+}
+
+void ModelManager::StopAll() {
+  absl::MutexLock l(&load_mu_);
+  std::vector<std::shared_ptr<LoadedModel>> all;
+  {
+    absl::MutexLock m(&mu_);
+    stopped_ = true;
+    for (auto& [name, e] : models_) {
+      for (auto& [v, lm] : e.versions) all.push_back(lm);
+      e.versions.clear();
+      e.state = "UNAVAILABLE";
+      e.reason = "server shut down";
+    }
+  }
+  for (auto& m : all) m->Drain();
+}
+
+absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::Get(const std::string& name,
+                                                               const std::string& version) const {
+  absl::MutexLock l(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) {
+    if (repository_.HasModel(name))
+      return absl::UnavailableError(absl::StrCat("model '", name, "' is not loaded"));
+    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  }
+  const Entry& e = it->second;
+  if (e.versions.empty())
+    return absl::UnavailableError(absl::StrCat("model '", name, "' is not ready (",
+                                               e.state, e.reason.empty() ? "" : ": ", e.reason,
+                                               ")"));
+  if (version.empty()) return e.versions.rbegin()->second;
+  int64_t v;
+  if (!absl::SimpleAtoi(version, &v))
+    return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version, "'"));
+  auto vit = e.versions.find(v);
+  if (vit == e.versions.end())
+    return absl::NotFoundError(absl::StrCat("model '", name, "' has no ready version ", v));
+  return vit->second;
+}
+
+std::vector<std::shared_ptr<LoadedModel>> ModelManager::Ready(const std::string& name) const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::shared_ptr<LoadedModel>> out;
+  for (const auto& [n, e] : models_) {
+    if (!name.empty() && n != name) continue;
+    for (const auto& [v, m] : e.versions) out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<int64_t> ModelManager::ReadyVersions(const std::string& name) const {
+  absl::MutexLock l(&mu_);
+  std::vector<int64_t> out;
+  auto it = models_.find(name);
+  if (it != models_.end())
+    for (const auto& [v, m] : it->second.versions) out.push_back(v);
+  return out;
+}
+
+std::vector<ModelManager::IndexEntry> ModelManager::Index(bool ready_only) const {
+  std::vector<std::string> on_disk;
+  if (auto listed = repository_.ListModels(); listed.ok()) on_disk = *listed;
+  absl::MutexLock l(&mu_);
+  std::map<std::string, const Entry*> all;
+  for (const std::string& n : on_disk) all[n] = nullptr;
+  for (const auto& [n, e] : models_) all[n] = &e;
+  std::vector<IndexEntry> out;
+  for (const auto& [n, e] : all) {
+    if (e && !e->versions.empty()) {
+      for (const auto& [v, m] : e->versions) out.push_back({n, absl::StrCat(v), "READY", ""});
+      continue;
+    }
+    if (ready_only) continue;
+    if (e) out.push_back({n, "", e->state, e->reason});
+    else out.push_back({n, "", "UNAVAILABLE", "not loaded"});
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,157 @@
+#include "server/onnx_runner.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/base/status.h"
+#include "engine/jit/jit.h"
+#include "engine/onnx/model.h"
+#include "engine/tensor/tensor.h"
+
+namespace kiln {
+namespace {
+
+uint64_t NsSince(absl::Time t) {
+  return static_cast<uint64_t>(absl::ToInt64Nanoseconds(absl::Now() - t));
+}
+
+absl::StatusOr<std::vector<TensorSpec>> ToSpecs(const std::vector<ValueInfo>& infos,
+                                                const std::string& kind) {
+  std::vector<TensorSpec> out;
+  for (const ValueInfo& v : infos) {
+    if (v.is_sequence)
+      return absl::InvalidArgumentError(absl::StrCat("model ", kind, " '", v.name,
+                                                     "' is a sequence; kiln serves tensors only"));
+    if (!v.rank_known)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", kind, " '", v.name, "' declares no shape; kiln needs at least its rank"));
+    out.push_back({v.name, v.dtype, v.dims});
+  }
+  return out;
+}
+
+class OnnxRunner : public ModelRunner {
+ public:
+  OnnxRunner(std::shared_ptr<const OnnxModel> model, Engine* engine, size_t max_captures)
+      : model_(std::move(model)),
+        engine_(engine),
+        jit_(
+            [m = model_.get()](const std::vector<Tensor>& in) { return m->Run(in); },
+            Jit::Options{max_captures}) {}
+
+  absl::StatusOr<std::vector<OutputTensor>> Run(const std::vector<InputTensor>& inputs,
+                                                RunStats* stats) override {
+    absl::Time t0 = absl::Now();
+    std::vector<Tensor> tensors;
+    tensors.reserve(inputs.size());
+    for (const InputTensor& in : inputs) {
+      Tensor t = Tensor::FromData(engine_, in.data.data(), in.data.size(), in.shape, in.dtype,
+                                  model_->device());
+      if (!t.ok()) return t.status();
+      tensors.push_back(std::move(t));
+    }
+    stats->input_ns = NsSince(t0);
+
+    absl::Time t1 = absl::Now();
+    std::vector<Tensor> outs;
+    {
+      CaptureScope scope;  // sees the kernels of plain runs (not of replays)
+      Jit::Stats before = jit_.stats();
+      absl::StatusOr<std::vector<Tensor>> r =
+          jit_disabled_ ? absl::StatusOr<std::vector<Tensor>>(absl::FailedPreconditionError(""))
+                        : jit_(tensors);
+      if (!jit_disabled_ && !r.ok() && r.status().code() == absl::StatusCode::kFailedPrecondition) {
+        jit_disabled_ = true;  // cannot be captured: run plainly from now on
+      }
+      if (jit_disabled_) {
+        r = model_->Run(tensors);
+        if (r.ok()) {
+          std::vector<Tensor*> ptrs;
+          for (Tensor& t : *r) ptrs.push_back(&t);
+          RETURN_IF_ERROR(Tensor::RealizeAll(ptrs));
+        }
+        stats->path = RunStats::Path::kPlain;
+      }
+      if (!r.ok()) return r.status();
+      outs = std::move(*r);
+      if (!jit_disabled_) {
+        Jit::Stats after = jit_.stats();
+        if (after.replays > before.replays) stats->path = RunStats::Path::kReplay;
+        else if (after.captures > before.captures) stats->path = RunStats::Path::kCapture;
+        else stats->path = RunStats::Path::kPlain;
+      }
+      if (stats->path == RunStats::Path::kPlain) {
+        for (const ExecItem& e : scope.items()) {
+          stats->flops += e.kernel->flops;
+          stats->bytes += e.kernel->bytes;
+          ++stats->kernels;
+        }
+      } else {
+        std::string sig = Jit::Signature(tensors);
+        for (const Jit::CaptureInfo& c : jit_.captures()) {
+          if (c.signature != sig) continue;
+          stats->flops = c.flops;
+          stats->bytes = c.bytes;
+          stats->kernels = c.kernels;
+        }
+      }
+    }
+    stats->infer_ns = NsSince(t1);
+
+    absl::Time t2 = absl::Now();
+    const std::vector<ValueInfo>& infos = model_->outputs();
+    if (outs.size() != infos.size())
+      return absl::InternalError(absl::StrCat("model returned ", outs.size(), " outputs, expected ",
+                                              infos.size()));
+    std::vector<OutputTensor> result;
+    result.reserve(outs.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, outs[i].ToBytes());
+      OutputTensor o;
+      o.name = infos[i].name;
+      o.dtype = outs[i].dtype();
+      o.shape = outs[i].shape();
+      o.data.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      result.push_back(std::move(o));
+    }
+    stats->output_ns = NsSince(t2);
+    return result;
+  }
+
+ private:
+  std::shared_ptr<const OnnxModel> model_;
+  Engine* const engine_;
+  Jit jit_;
+  bool jit_disabled_ = false;
+};
+
+class OnnxBackend : public ModelBackend {
+ public:
+  OnnxBackend(std::shared_ptr<const OnnxModel> model, Engine* engine, ModelSignature sig)
+      : model_(std::move(model)), engine_(engine), sig_(std::move(sig)) {}
+  const ModelSignature& signature() const override { return sig_; }
+  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(size_t max_captures) override {
+    return std::unique_ptr<ModelRunner>(new OnnxRunner(model_, engine_, max_captures));
+  }
+
+ private:
+  std::shared_ptr<const OnnxModel> model_;
+  Engine* const engine_;
+  ModelSignature sig_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelBackend>> OnnxLoader::Load(const std::string& path,
+                                                               const std::string& device) {
+  ASSIGN_OR_RETURN(std::unique_ptr<OnnxModel> model, OnnxModel::Load(path, engine_, device));
+  ModelSignature sig;
+  ASSIGN_OR_RETURN(sig.inputs, ToSpecs(model->inputs(), "input"));
+  ASSIGN_OR_RETURN(sig.outputs, ToSpecs(model->outputs(), "output"));
+  std::shared_ptr<const OnnxModel> shared(std::move(model));
+  return std::unique_ptr<ModelBackend>(new OnnxBackend(std::move(shared), engine_, std::move(sig)));
+}
+
+}  // namespace kiln

@@ -1,0 +1,38 @@
+// kiln's model backend: ONNX models run by the engine (engine/onnx) with
+// one engine JIT (engine/jit) per executor instance.
+//
+// OnnxLoader::Load parses the model and uploads its weights once
+// (OnnxModel); each runner wraps OnnxModel::Run in its own kiln::Jit, so a
+// batch shape runs plainly on first sight, is captured on the second call
+// and replayed afterwards. If a model cannot be captured (it reads tensor
+// data on the host while building its graph) the runner falls back to
+// plain runs for good. FLOP / byte estimates come from the engine's
+// per-kernel estimates (the capture's totals for replays).
+//
+// Thread safety: OnnxLoader and the backend are thread-safe; a runner is
+// used by one thread at a time.
+#ifndef KILN_SERVER_ONNX_RUNNER_H_
+#define KILN_SERVER_ONNX_RUNNER_H_
+
+#include <memory>
+#include <string>
+
+#include "engine/realize/engine.h"
+#include "server/runner.h"
+
+namespace kiln {
+
+class OnnxLoader : public BackendLoader {
+ public:
+  // `engine` must outlive the loader and everything it loads.
+  explicit OnnxLoader(Engine* engine) : engine_(engine) {}
+  absl::StatusOr<std::unique_ptr<ModelBackend>> Load(const std::string& path,
+                                                     const std::string& device) override;
+
+ private:
+  Engine* const engine_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_SERVER_ONNX_RUNNER_H_

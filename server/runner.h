@@ -1,0 +1,65 @@
+// The backend interfaces the server runs models through. kiln's backend is
+// the engine's ONNX importer + JIT (onnx_runner.h); tests plug in fakes.
+//
+//   ModelBackend  one loaded model file on one device (weights shared);
+//                 reports the model's input / output signature.
+//   ModelRunner   one executor instance of it: runs whole batches. Each
+//                 runner keeps its own JIT captures (one per input-shape
+//                 signature) and says how each run went (RunStats).
+//   BackendLoader loads model files.
+//
+// Thread safety: BackendLoader and ModelBackend are thread-safe. A
+// ModelRunner is used by one thread at a time (its executor instance).
+#ifndef KILN_SERVER_RUNNER_H_
+#define KILN_SERVER_RUNNER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/model_spec.h"
+#include "server/request.h"
+
+namespace kiln {
+
+struct RunStats {
+  // How the run was served: plain (first call of a shape), recorded into a
+  // new JIT capture, or replayed from one.
+  enum class Path { kPlain, kCapture, kReplay } path = Path::kPlain;
+  double flops = 0;  // estimated, summed over the kernels that ran
+  double bytes = 0;  // estimated memory traffic
+  size_t kernels = 0;
+  uint64_t input_ns = 0;   // host -> device
+  uint64_t infer_ns = 0;   // graph build / replay and kernels
+  uint64_t output_ns = 0;  // device -> host
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  // `inputs`: one per model input, in signature order, with full shapes.
+  // Returns every model output, in signature order.
+  virtual absl::StatusOr<std::vector<OutputTensor>> Run(const std::vector<InputTensor>& inputs,
+                                                        RunStats* stats) = 0;
+};
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+  virtual const ModelSignature& signature() const = 0;
+  // A new executor instance keeping at most `max_captures` JIT captures.
+  virtual absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(size_t max_captures) = 0;
+};
+
+class BackendLoader {
+ public:
+  virtual ~BackendLoader() = default;
+  // `device`: an engine device name ("CPU", "CUDA", ...).
+  virtual absl::StatusOr<std::unique_ptr<ModelBackend>> Load(const std::string& path,
+                                                             const std::string& device) = 0;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_SERVER_RUNNER_H_

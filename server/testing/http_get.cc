@@ -1,0 +1,50 @@
+#include "server/testing/http_get.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::testing {
+
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::InternalError("socket failed");
+  struct timeval tv = {10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot connect to 127.0.0.1:", port));
+  }
+  std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return absl::UnavailableError("send failed");
+  }
+  std::string resp;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    resp.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t body = resp.find("\r\n\r\n");
+  if (body == std::string::npos) return absl::DataLossError("no HTTP response");
+  std::string status = resp.substr(0, resp.find("\r\n"));
+  if (status.find(" 200") == std::string::npos)
+    return absl::UnavailableError("HTTP: " + status);
+  return resp.substr(body + 4);
+}
+
+}  // namespace kiln::testing

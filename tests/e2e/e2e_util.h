@@ -1,0 +1,74 @@
+// Helpers of the end-to-end tests: a model repository built from the
+// shipped `simple` model with config variants, and a kilnd child process
+// on free loopback ports (reported through --ready-file).
+//
+// Thread safety: KilnProcess is used from the test's main thread.
+#ifndef KILN_TESTS_E2E_E2E_UTIL_H_
+#define KILN_TESTS_E2E_E2E_UTIL_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "clients/client.h"
+
+namespace kiln::e2e {
+
+// $TEST_TMPDIR (or /tmp) + "/" + name, created.
+std::string TempDir(const std::string& name);
+
+// A repository under TempDir(name) with the shipped `simple` model
+// (runfiles models/simple) and, for each entry of `variants`, a model of
+// that name with the same model file and the given config.pbtxt text
+// ("" = no config.pbtxt: derived). Returns its path.
+absl::StatusOr<std::string> MakeRepo(const std::string& name,
+                                     const std::map<std::string, std::string>& variants);
+
+class KilnProcess {
+ public:
+  // Starts `kilnd` (path from argv of the test) with `args` plus
+  // --address=127.0.0.1 --grpc-port=0 --metrics-port=0 --ready-file=...;
+  // waits until it is ready (or fails if it exits first).
+  static absl::StatusOr<std::unique_ptr<KilnProcess>> Start(const std::string& kilnd,
+                                                            std::vector<std::string> args,
+                                                            absl::Duration timeout = absl::Seconds(120));
+  ~KilnProcess();
+
+  int grpc_port() const { return grpc_port_; }
+  int metrics_port() const { return metrics_port_; }
+  pid_t pid() const { return pid_; }
+  std::string address() const;
+  std::unique_ptr<KilnClient> Client(const std::string& token = "") const;
+  bool Running();
+  void Signal(int sig);
+  // Waits for exit; returns the exit code (or -signal), or an error on timeout.
+  absl::StatusOr<int> Wait(absl::Duration timeout);
+  std::string log_path() const { return log_; }
+
+ private:
+  pid_t pid_ = -1;
+  int grpc_port_ = 0;
+  int metrics_port_ = 0;
+  bool exited_ = false;
+  int exit_code_ = 0;
+  std::string log_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreePort();
+// Runs `command` with /bin/sh; returns its exit status (-1 if it could not run).
+int Shell(const std::string& command);
+
+// Float tensor helpers.
+ClientTensor FloatTensor(const std::string& name, const std::vector<float>& v,
+                         std::vector<int64_t> shape);
+std::vector<float> Floats(const ClientTensor& t);
+
+}  // namespace kiln::e2e
+
+#endif  // KILN_TESTS_E2E_E2E_UTIL_H_
