@@ -263,6 +263,22 @@ void Executor::Execute(std::vector<RequestPtr> batch, int instance) {
   absl::Time end = clock_->Now();
   uint64_t input_ns = Ns(gathered - start) + stats.input_ns;
   uint64_t output_ns = Ns(end - split_start) + stats.output_ns;
+  // Statistics first: a client that got its answer must see it counted.
+  if (stats_) stats_->RecordExecution(target, rows, input_ns, stats.infer_ns, output_ns);
+  if (target > rows) {
+    absl::MutexLock l(&mu_);
+    ++counts_.padded_batches;
+    counts_.padded_rows += static_cast<uint64_t>(target - rows);
+  }
+  if (metrics_) {
+    metrics_->executions->Increment();
+    metrics_->inferences->Increment(static_cast<double>(rows));
+    metrics_->batch_size->Observe(static_cast<double>(target));
+    if (target > rows) metrics_->padded_rows->Increment(static_cast<double>(target - rows));
+    metrics_->compute_input->Observe(static_cast<double>(input_ns) * 1e-9);
+    metrics_->compute_infer->Observe(static_cast<double>(stats.infer_ns) * 1e-9);
+    metrics_->compute_output->Observe(static_cast<double>(output_ns) * 1e-9);
+  }
   for (size_t k = 0; k < live.size(); ++k) {
     InferRequest& r = *live[k];
     // Outputs in the order the request asked for them.
@@ -283,21 +299,6 @@ void Executor::Execute(std::vector<RequestPtr> batch, int instance) {
     t.batch_size = target;
     if (metrics_) metrics_->queue_duration->Observe(static_cast<double>(t.queue_ns) * 1e-9);
     r.Complete(std::move(results[k]));
-  }
-  if (stats_) stats_->RecordExecution(target, rows, input_ns, stats.infer_ns, output_ns);
-  if (target > rows) {
-    absl::MutexLock l(&mu_);
-    ++counts_.padded_batches;
-    counts_.padded_rows += static_cast<uint64_t>(target - rows);
-  }
-  if (metrics_) {
-    metrics_->executions->Increment();
-    metrics_->inferences->Increment(static_cast<double>(rows));
-    metrics_->batch_size->Observe(static_cast<double>(target));
-    if (target > rows) metrics_->padded_rows->Increment(static_cast<double>(target - rows));
-    metrics_->compute_input->Observe(static_cast<double>(input_ns) * 1e-9);
-    metrics_->compute_infer->Observe(static_cast<double>(stats.infer_ns) * 1e-9);
-    metrics_->compute_output->Observe(static_cast<double>(output_ns) * 1e-9);
   }
 }
 
