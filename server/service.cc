@@ -153,14 +153,23 @@ absl::Status InferenceService::Submit(const inference::ModelInferRequest& req,
                                       InferRequest::Callback callback,
                                       std::shared_ptr<LoadedModel>* model, RequestPtr* request) {
   if (state_->shutting_down.load()) return absl::UnavailableError("the server is shutting down");
-  ASSIGN_OR_RETURN(*model, manager_->Get(req.model_name(), req.model_version()));
-  LoadedModel& m = **model;
-  ASSIGN_OR_RETURN(DecodedRequest d,
-                   DecodeInferRequest(req, m.spec(), m.version(), options_.limits));
-  d.request->set_callback(std::move(callback));
-  RETURN_IF_ERROR(m.Enqueue(d.request, d.timeout));
-  *request = d.request;
-  return absl::OkStatus();
+  // A reload swaps in a new version and drains the old one: a request that
+  // picked the old one just before the swap goes to its successor instead.
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(*model, manager_->Get(req.model_name(), req.model_version()));
+    LoadedModel& m = **model;
+    ASSIGN_OR_RETURN(DecodedRequest d,
+                     DecodeInferRequest(req, m.spec(), m.version(), options_.limits));
+    d.request->set_callback(callback);
+    absl::Status enq = m.Enqueue(d.request, d.timeout);
+    if (enq.ok()) {
+      *request = d.request;
+      return absl::OkStatus();
+    }
+    auto now = manager_->Get(req.model_name(), req.model_version());
+    if (attempt >= 3 || !absl::IsUnavailable(enq) || !now.ok() || now->get() == model->get())
+      return enq;
+  }
 }
 
 void InferenceService::Account(LoadedModel* model, absl::Time start,
