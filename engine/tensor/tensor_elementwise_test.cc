@@ -80,54 +80,9 @@ std::vector<UnaryCase> UnaryCases() {
   };
 }
 
-class ElementwiseTest : public ::testing::TestWithParam<std::string> {
+class ElementwiseTest : public DeviceTest {
  protected:
-  Engine* e = TestEngine();
-  std::string dev = GetParam();
 
-  // Checks are collected and verified together when the test ends: every
-  // result is cast to float64, flattened and concatenated, so one test
-  // realizes a few kernels instead of one per check (keeps cold-cache runs
-  // on compiling devices short). A failure names the line of its Check.
-  void Check(const Tensor& t, std::vector<double> want, double atol = 1e-5, double rtol = 1e-4,
-             std::string note = "", int line = __builtin_LINE()) {
-    pending_.push_back({t, std::move(want), atol, rtol, std::move(note), line});
-  }
-  void TearDown() override { VerifyChecks(); }
-  void VerifyChecks() {
-    std::vector<PendingCheck> p;
-    p.swap(pending_);
-    std::vector<Tensor> parts;
-    std::vector<const PendingCheck*> live;
-    for (const PendingCheck& c : p) {
-      if (!c.t.ok()) {
-        ADD_FAILURE_AT(__FILE__, c.line) << c.note << " " << c.t.status();
-        continue;
-      }
-      parts.push_back(c.t.Cast(dtypes::kFloat64).Reshape({-1}));
-      live.push_back(&c);
-    }
-    if (parts.empty()) return;
-    std::vector<double> all = Values(Tensor::Cat(parts, 0));
-    size_t off = 0;
-    for (size_t i = 0; i < live.size(); ++i) {
-      SCOPED_TRACE(::testing::Message()
-                   << "Check at line " << live[i]->line << " " << live[i]->note);
-      size_t n = static_cast<size_t>(parts[i].numel());
-      if (off + n > all.size()) return ADD_FAILURE() << "results missing";
-      ExpectNear({all.begin() + off, all.begin() + off + n}, live[i]->want, live[i]->atol,
-                 live[i]->rtol);
-      off += n;
-    }
-  }
-  struct PendingCheck {
-    Tensor t;
-    std::vector<double> want;
-    double atol, rtol;
-    std::string note;
-    int line;
-  };
-  std::vector<PendingCheck> pending_;
 
   Tensor T(const std::vector<float>& v, Shape s) { return Tensor::FromFloats(e, v, s, dev); }
   Tensor T(const std::vector<float>& v) { return T(v, {static_cast<int64_t>(v.size())}); }

@@ -84,6 +84,59 @@ inline void ExpectNear(const std::vector<double>& got, const std::vector<double>
   }
 }
 
+
+// A test fixture parameterized by device name, with batched checks:
+// Check() records a result and its expected values; all checks are verified
+// together when the test ends (every result is cast to float64, flattened
+// and concatenated, so a test realizes a few kernels instead of one per
+// check, which keeps cold-cache runs on compiling devices short). A failure
+// names the line of its Check.
+class DeviceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  Engine* e = TestEngine();
+  std::string dev = GetParam();
+
+  void Check(const Tensor& t, std::vector<double> want, double atol = 1e-5, double rtol = 1e-4,
+             std::string note = "", int line = __builtin_LINE()) {
+    pending_.push_back({t, std::move(want), atol, rtol, std::move(note), line});
+  }
+  void TearDown() override { VerifyChecks(); }
+  void VerifyChecks() {
+    std::vector<PendingCheck> p;
+    p.swap(pending_);
+    std::vector<Tensor> parts;
+    std::vector<const PendingCheck*> live;
+    for (const PendingCheck& c : p) {
+      if (!c.t.ok()) {
+        ADD_FAILURE_AT(__FILE__, c.line) << c.note << " " << c.t.status();
+        continue;
+      }
+      parts.push_back(c.t.Cast(dtypes::kFloat64).Reshape({-1}));
+      live.push_back(&c);
+    }
+    if (parts.empty()) return;
+    std::vector<double> all = Values(Tensor::Cat(parts, 0));
+    size_t off = 0;
+    for (size_t i = 0; i < live.size(); ++i) {
+      SCOPED_TRACE(::testing::Message()
+                   << "Check at line " << live[i]->line << " " << live[i]->note);
+      size_t n = static_cast<size_t>(parts[i].numel());
+      if (off + n > all.size()) return ADD_FAILURE() << "results missing";
+      ExpectNear({all.begin() + off, all.begin() + off + n}, live[i]->want, live[i]->atol,
+                 live[i]->rtol);
+      off += n;
+    }
+  }
+  struct PendingCheck {
+    Tensor t;
+    std::vector<double> want;
+    double atol, rtol;
+    std::string note;
+    int line;
+  };
+  std::vector<PendingCheck> pending_;
+};
+
 }  // namespace kiln
 
 #endif  // KILN_ENGINE_TENSOR_TEST_UTIL_H_
