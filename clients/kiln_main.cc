@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include <sys/stat.h>
+
 #include "clients/client.h"
 #include "clients/run/run_command.h"
 #include "clients/npy.h"
@@ -113,6 +115,9 @@ int Infer(KilnClient* c, const std::string& model, const std::vector<std::string
   o.outputs = outputs;
   auto result = c->Infer(model, tensors, o);
   if (!result.ok()) return Error(result.status());
+  // Like mkdir -p: the output directory may not exist yet.
+  for (size_t pos = 1; pos <= out_dir.size(); ++pos)
+    if (pos == out_dir.size() || out_dir[pos] == '/') mkdir(out_dir.substr(0, pos).c_str(), 0755);
   for (const ClientTensor& t : *result) {
     std::string path = absl::StrCat(out_dir, "/", t.name, ".npy");
     for (char& ch : path)

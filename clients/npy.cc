@@ -1,5 +1,6 @@
 #include "clients/npy.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -152,7 +153,7 @@ absl::Status WriteNpyTensor(const std::string& path, const ClientTensor& t) {
   if (!bytes.ok()) return bytes.status();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  if (!f) return absl::PermissionDeniedError("cannot write " + path);
+  if (!f) return absl::InternalError("cannot write " + path + ": " + std::strerror(errno));
   return absl::OkStatus();
 }
 
