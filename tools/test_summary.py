@@ -84,7 +84,7 @@ def main(argv):
             if log and os.path.exists(log):
                 with open(log, encoding="utf-8", errors="replace") as lf:
                     suite_lines += [l.rstrip() for l in lf
-                                    if re.match(r"^conformance [\w-]+: ", l)]
+                                    if re.match(r"^conformance [\w-]+( \(\w+\))?: ", l)]
             if status not in ("PASSED", "FLAKY") and f_ == 0:
                 f_ = 1
             if status in ("PASSED", "FLAKY") and p + f_ + s == 0:

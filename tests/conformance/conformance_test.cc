@@ -1,6 +1,7 @@
 // ONNX backend conformance: every test directory of Debian's
 // libonnx-testdata (node, pytorch-converted, pytorch-operator, simple) is
-// one gtest case run on the CPU device.
+// one gtest case run on the CPU device (KILN_CONFORMANCE_DEVICE picks another:
+// conformance_opencl_test runs the suite on OPENCL).
 //
 // skip_list.txt names tests that cannot pass by nature (skipped, with the
 // reason); known_failures.txt names tests kiln does not pass yet (reported
@@ -88,7 +89,7 @@ Suite& TheSuite() {
 
 void RunCase(Case* c) {
   auto start = std::chrono::steady_clock::now();
-  c->result = RunConformanceCase(c->dir, TheSuite().engine, "CPU");
+  c->result = RunConformanceCase(c->dir, TheSuite().engine, GetEnvString("KILN_CONFORMANCE_DEVICE", "CPU"));
   c->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   c->ran = true;
 }
@@ -167,7 +168,9 @@ class Summary : public ::testing::EmptyTestEventListener {
       std::printf("conformance: known failure now passes: %s\n", p.c_str());
     for (const char* folder : kFolders) {
       const Counts& c = counts_[SuiteOf(folder)];
-      std::printf("conformance %s: %d passed, %d failed, %d skipped\n", folder, c.passed, c.failed,
+      std::string dev = GetEnvString("KILN_CONFORMANCE_DEVICE", "CPU");
+      std::string label = dev == "CPU" ? folder : absl::StrCat(folder, " (", dev, ")");
+      std::printf("conformance %s: %d passed, %d failed, %d skipped\n", label.c_str(), c.passed, c.failed,
                   c.skipped);
     }
     std::fflush(stdout);
