@@ -313,4 +313,20 @@ std::string CStyleRenderer::Value(const UOp& x) {
   return "";
 }
 
+std::string CStyleRenderer::IntLiteral(ScalarType s, int64_t v) const {
+  switch (s) {
+    case ScalarType::kInt64:
+      return v == std::numeric_limits<int64_t>::min() ? "-9223372036854775807" + Int64Suffix(false) + "-1"
+                                                      : absl::StrCat(v, Int64Suffix(false));
+    case ScalarType::kUInt64:
+      return absl::StrCat(static_cast<uint64_t>(v), Int64Suffix(true));
+    case ScalarType::kUInt32:
+      return absl::StrCat(v, "u");
+    case ScalarType::kInt32:
+      return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
+    default:
+      return absl::StrCat(v);
+  }
+}
+
 }  // namespace kiln

@@ -52,7 +52,9 @@ class CStyleRenderer {
   // Grid / block index expression for "gidx<d>" / "lidx<d>".
   virtual std::string Special(const std::string& name) const = 0;
   // Integer literal of a scalar type (without the parentheses for negatives).
-  virtual std::string IntLiteral(ScalarType s, int64_t v) const = 0;
+  std::string IntLiteral(ScalarType s, int64_t v) const;
+  // Suffix of 64-bit integer literals: CUDA "ll" / "ull", OpenCL "L" / "UL".
+  virtual std::string Int64Suffix(bool is_unsigned) const = 0;
   // NaN (nan = true) or +infinity.
   virtual std::string NonFinite(bool is_double, bool nan) const = 0;
   // Name of a libm-style function ("exp2", "fma"...) for float or double.

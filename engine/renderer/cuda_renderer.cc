@@ -85,20 +85,8 @@ class CudaRenderer : public CStyleRenderer {
     static const char* kDims[] = {"x", "y", "z"};
     return absl::StrCat(name[0] == 'g' ? "blockIdx." : "threadIdx.", kDims[name[4] - '0']);
   }
-  std::string IntLiteral(ScalarType s, int64_t v) const override {
-    switch (s) {
-      case ScalarType::kInt64:
-        return v == std::numeric_limits<int64_t>::min() ? "-9223372036854775807ll-1"
-                                                        : absl::StrCat(v, "ll");
-      case ScalarType::kUInt64:
-        return absl::StrCat(static_cast<uint64_t>(v), "ull");
-      case ScalarType::kUInt32:
-        return absl::StrCat(v, "u");
-      case ScalarType::kInt32:
-        return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
-      default:
-        return absl::StrCat(v);
-    }
+  std::string Int64Suffix(bool is_unsigned) const override {
+    return is_unsigned ? "ull" : "ll";
   }
   std::string NonFinite(bool is_double, bool nan) const override {
     if (is_double)

@@ -104,20 +104,8 @@ class OpenClRenderer : public CStyleRenderer {
     return absl::StrCat("(int)", name[0] == 'g' ? "get_group_id(" : "get_local_id(",
                         name.substr(4, 1), ")");
   }
-  std::string IntLiteral(ScalarType s, int64_t v) const override {
-    switch (s) {
-      case ScalarType::kInt64:
-        return v == std::numeric_limits<int64_t>::min() ? "-9223372036854775807L-1"
-                                                        : absl::StrCat(v, "L");
-      case ScalarType::kUInt64:
-        return absl::StrCat(static_cast<uint64_t>(v), "UL");
-      case ScalarType::kUInt32:
-        return absl::StrCat(v, "u");
-      case ScalarType::kInt32:
-        return v == -2147483648LL ? "-2147483647-1" : absl::StrCat(v);
-      default:
-        return absl::StrCat(v);
-    }
+  std::string Int64Suffix(bool is_unsigned) const override {
+    return is_unsigned ? "UL" : "L";
   }
   std::string NonFinite(bool is_double, bool nan) const override {
     if (is_double)

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/tensor/tensor.h"
+
 namespace kiln::bench {
 
 inline double Now() {
@@ -35,6 +37,18 @@ inline double MedianSeconds(const std::function<void()>& fn, int reps, int warmu
 inline void Report(const std::string& name, double value, const std::string& unit) {
   std::printf("%s: %.4g %s\n", name.c_str(), value, unit.c_str());
   std::fflush(stdout);
+}
+
+// Realizes `outs` in one schedule and returns the compile time per newly
+// compiled kernel in ms (engine stats before / after); status in *status.
+inline double CompileMsPerKernel(Engine* e, std::vector<Tensor>* outs, absl::Status* status) {
+  std::vector<Tensor*> ptrs;
+  for (Tensor& t : *outs) ptrs.push_back(&t);
+  EngineStats before = e->stats();
+  *status = Tensor::RealizeAll(ptrs);
+  EngineStats after = e->stats();
+  uint64_t n = after.kernels_compiled - before.kernels_compiled;
+  return (after.compile_seconds - before.compile_seconds) / std::max<uint64_t>(n, 1) * 1e3;
 }
 
 }  // namespace kiln::bench

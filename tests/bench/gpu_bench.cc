@@ -169,14 +169,10 @@ void BenchCompile(Engine* e) {
     outs.push_back((Tensor::Rand(e, {17 + i, 33}, 40 + i, dtypes::kFloat32, "CUDA") * 2.0 + 1.0)
                        .Sum({1})
                        .Sqrt());
-  std::vector<Tensor*> ptrs;
-  for (Tensor& t : outs) ptrs.push_back(&t);
-  double before = e->stats().compile_seconds;
-  uint64_t compiled = e->stats().kernels_compiled;
-  Check(Tensor::RealizeAll(ptrs), "realize");
-  double secs = e->stats().compile_seconds - before;
-  uint64_t n = e->stats().kernels_compiled - compiled;
-  Report("nvrtc_compile_time", secs / std::max<uint64_t>(n, 1) * 1e3, "ms/kernel");
+  absl::Status status;
+  double ms = CompileMsPerKernel(e, &outs, &status);
+  Check(status, "realize");
+  Report("nvrtc_compile_time", ms, "ms/kernel");
 }
 
 }  // namespace
