@@ -306,10 +306,27 @@ void Kernel::HandCodedOptimizations() {
   };
   if (vec_axis >= 0 && broadcast_along(vec_axis) && full_shape_[vec_axis] % 2 == 0)
     (void)ApplyOpt({OptOp::kUpcast, vec_axis, 2});
+  // Prefer axes along which a vector load is broadcast (a convolution's
+  // input along its output channels): each such load then feeds several
+  // accumulators; a broadcast scalar (a weight) is cheap to reload.
   // Without a vector axis, tile two axes (scalar accumulators) instead of one.
+  auto reuse_score = [&](int axis) {
+    int score = 0;
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m == store || !Strides(m, &st) || st[axis] != 0 || full_shape_[axis] <= 1) continue;
+      score = std::max(score, vector_axis_ >= 0 && st[vector_axis_] == 1 ? 2 : 1);
+    }
+    return score;
+  };
+  std::vector<int> reuse_axes;
+  for (int i = first_reduce_ - 1; i >= 0; --i)
+    if (i != vec_axis && reuse_score(i) > 0) reuse_axes.push_back(i);
+  std::stable_sort(reuse_axes.begin(), reuse_axes.end(),
+                   [&](int a, int b) { return reuse_score(a) > reuse_score(b); });
   int reuse_upcasts = vec_axis >= 0 ? 1 : 2;
-  for (int i = first_reduce_ - 1; i >= 0 && reuse_upcasts > 0; --i) {
-    if (i == vec_axis || !broadcast_along(i)) continue;
+  for (int i : reuse_axes) {
+    if (reuse_upcasts == 0) break;
     for (int64_t amt : {4, 3, 5, 2}) {
       if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) {
         --reuse_upcasts;

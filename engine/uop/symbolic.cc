@@ -158,14 +158,20 @@ UOpRef CanonicalSum(const UOpRef& u) {
   return r == u ? nullptr : r;
 }
 
-bool AllTermsNonNeg(const Sum& s) {
-  if (s.constant < 0) return false;
-  for (const Term& t : s.terms)
-    if (t.coef < 0 || !NonNeg(t.factor)) return false;
-  return true;
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// (sum) % c and (sum) // c for non-negative sums.
+// (sum) % c and (sum) // c for non-negative sums (so C's truncation is
+// floor). Write the sum as g*A + S, S the terms whose coefficient g does not
+// divide plus the constant:
+//  - S in one bucket [j*g, (j+1)*g): x // c = (A + j) // (c/g) and
+//    x % c = ((A + j) % (c/g))*g + (S - j*g). With g = c this folds a padded
+//    view's index (i*160 + m - 161, m in [1,160]) to i; with g < c it turns
+//    (a*160 + b)//320, b in [0,160), into a//2.
+//  - otherwise, with S >= 0: x // c = A + S // c and x % c = S' % c (S' with
+//    every coefficient reduced modulo c).
 UOpRef DivModSum(const UOpRef& u) {
   const UOpRef& x = u->src(0);
   int64_t c = CInt(u->src(1));
@@ -173,46 +179,51 @@ UOpRef DivModSum(const UOpRef& u) {
   Sum s;
   Flatten(x, 1, &s);
   CombineLike(&s);
-  if (!AllTermsNonNeg(s)) return nullptr;
   DType dt = u->dtype();
-  if (u->op() == Op::kMod) {
-    Sum r;
-    for (const Term& t : s.terms)
-      if (t.coef % c) r.terms.push_back({t.factor, t.coef % c});
-    r.constant = s.constant % c;
-    UOpRef rest = Build(r, dt);
+  bool div = u->op() == Op::kIDiv;
+  // Candidate factors g: c itself, then the common factors of c with each
+  // coefficient, largest first.
+  std::vector<int64_t> gs = {c};
+  for (const Term& t : s.terms) {
+    int64_t g = std::gcd(c, std::abs(t.coef));
+    if (g > 1 && std::find(gs.begin(), gs.end(), g) == gs.end()) gs.push_back(g);
+  }
+  std::sort(gs.begin() + 1, gs.end(), std::greater<int64_t>());
+  for (int64_t g : gs) {
+    Sum a, rest;
+    for (const Term& t : s.terms) {
+      if (t.coef % g == 0) a.terms.push_back({t.factor, t.coef / g});
+      else rest.terms.push_back(t);
+    }
+    if (g != c && a.terms.empty()) continue;
+    a.constant = FloorDiv(s.constant, g);
+    rest.constant = s.constant - a.constant * g;
+    UOpRef r = Build(rest, dt);
+    int64_t j = FloorDiv(r->vmin(), g);
+    if (FloorDiv(r->vmax(), g) != j) continue;
+    a.constant += j;
+    rest.constant -= j * g;
+    UOpRef av = Build(a, dt);
+    if (g == c) return div ? av : Build(rest, dt);
+    return div ? av / (c / g) : (av % (c / g)) * g + Build(rest, dt);
+  }
+  Sum q, r;
+  for (const Term& t : s.terms) {
+    int64_t m = ((t.coef % c) + c) % c;
+    if (m != t.coef) q.terms.push_back({t.factor, (t.coef - m) / c});
+    if (m) r.terms.push_back({t.factor, m});
+  }
+  q.constant = FloorDiv(s.constant, c);
+  r.constant = s.constant - q.constant * c;
+  UOpRef rest = Build(r, dt);
+  if (rest->vmin() < 0) return nullptr;
+  if (!div) {
     if (rest->vmax() < c) return rest;
     UOpRef m = rest % c;
     return m == u ? nullptr : m;
   }
-  // Division: split into multiples of c and a remainder.
-  Sum q, r;
-  for (const Term& t : s.terms) {
-    if (t.coef % c == 0) q.terms.push_back({t.factor, t.coef / c});
-    else r.terms.push_back(t);
-  }
-  q.constant = s.constant / c;
-  r.constant = s.constant % c;
-  UOpRef rest = Build(r, dt);
-  if (rest->vmax() < c) return Build(q, dt);
-  // Common factor: (g*y) // c -> y // (c/g) when g divides every coefficient and c.
-  int64_t g = c;
-  for (const Term& t : s.terms) g = std::gcd(g, t.coef);
-  g = std::gcd(g, s.constant);
-  if (g > 1) {
-    Sum d;
-    for (const Term& t : s.terms) d.terms.push_back({t.factor, t.coef / g});
-    d.constant = s.constant / g;
-    return Build(d, dt) / (c / g);
-  }
-  if (!q.terms.empty() || q.constant) {
-    // (q*c + rest) // c -> q + rest // c   (all non-negative)
-    Sum qq = q;
-    UOpRef div = rest / c;
-    UOpRef r2 = Build(qq, dt) + div;
-    return r2;
-  }
-  return nullptr;
+  if (q.terms.empty() && q.constant == 0) return nullptr;
+  return Build(q, dt) + rest / c;
 }
 
 bool Nonzero(int64_t v) { return v != 0; }

@@ -1,11 +1,15 @@
 #include "engine/uop/symbolic.h"
 
 #include <cmath>
+#include <random>
+#include <unordered_map>
 
 #include "gtest/gtest.h"
 
 namespace kiln {
 namespace {
+
+int64_t CInt(const UOpRef& u) { return std::get<int64_t>(u->const_value()); }
 
 class SymbolicTest : public ::testing::Test {
  protected:
@@ -52,6 +56,70 @@ TEST_F(SymbolicTest, UnflattenFoldsBack) {
   EXPECT_EQ(RenderExpr(Simplify(((x / 2) % 5) * 2 + x % 2)), "idx0%10");
   // (x//20)*2 + (x//10)%2 -> x//10
   EXPECT_EQ(RenderExpr(Simplify((x / 20) * 2 + (x / 10) % 2)), "idx0//10");
+}
+
+TEST_F(SymbolicTest, DivModOfShiftedSumInOneBucket) {
+  // The address of a padded view inside its mask: rows / cols in [1,160].
+  UOpRef i = UOp::Variable("i", 0, 95);
+  UOpRef m = UOp::Variable("m", 1, 160);
+  UOpRef n = UOp::Variable("n", 1, 160);
+  UOpRef flat = i * 25600 + m * 160 + n - 161;
+  EXPECT_EQ(Simplify(flat / 25600), i);
+  EXPECT_EQ(RenderExpr(Simplify(flat % 25600)), "((m*160)+n)+-161");
+  // Not one bucket (n - 1 spans 0..159 but n + 100 does not): left alone.
+  UOpRef wide = i * 160 + n + 100;
+  EXPECT_NE(Simplify(wide / 160), i);
+  // A bucket above zero: (i*8 + 9 + (c%3)) // 8 -> i + 1.
+  EXPECT_EQ(Simplify((i * 8 + 9 + c % 3) / 8), Simplify(i + 1));
+  EXPECT_EQ(RenderExpr(Simplify((i * 8 + 9 + c % 3) % 8)), "(c%3)+1");
+}
+
+TEST_F(SymbolicTest, DivModByCommonFactor) {
+  UOpRef i = UOp::Variable("i", 0, 95);
+  UOpRef m = UOp::Variable("m", 1, 160);
+  UOpRef n = UOp::Variable("n", 1, 160);
+  UOpRef b = UOp::Variable("b", 0, 159);
+  // (a*160 + b) // 320 with b in [0,160): a // 2.
+  EXPECT_EQ(Simplify((i * 160 + b) / 320), Simplify(i / 2));
+  // A nearest-upsampled (x2) row inside a padded view: no division by 320
+  // is left, only the halving of the row.
+  UOpRef flat = i * 25600 + m * 160 + n - 161;
+  EXPECT_EQ(RenderExpr(Simplify((flat / 320) % 80)), "((m+1)//2)+-1");
+  EXPECT_EQ(RenderExpr(Simplify((flat / 2) % 80)), "((n+1)//2)+-1");
+}
+
+// Every rewrite must keep C semantics on every value of the variables,
+// negative ones included: random sums divided / reduced by random constants
+// are compared with their simplified forms at every point.
+TEST_F(SymbolicTest, RandomDivModKeepValues) {
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  UOpRef v[3] = {UOp::Variable("p", -3, 9), UOp::Variable("q", 0, 11), UOp::Variable("r", 1, 7)};
+  for (int iter = 0; iter < 200; ++iter) {
+    UOpRef e = UOp::ConstInt(pick(-20, 20));
+    for (int k = 0; k < 3; ++k) {
+      int coef = pick(-2, 3) * (1 << pick(0, 4));
+      UOpRef t = v[k];
+      if (pick(0, 3) == 0) t = t / pick(1, 6);
+      if (pick(0, 3) == 0) t = t % pick(1, 6);
+      e = e + t * coef;
+    }
+    int64_t c = pick(1, 5) * (1 << pick(0, 4));
+    UOpRef u = pick(0, 1) ? e / c : e % c;
+    if (pick(0, 2) == 0) u = u % pick(1, 40);
+    UOpRef simple = Simplify(u);
+    for (int64_t a = -3; a <= 9; ++a)
+      for (int64_t b2 = 0; b2 <= 11; b2 += 3)
+        for (int64_t c2 = 1; c2 <= 7; c2 += 2) {
+          std::unordered_map<const UOp*, UOpRef> at = {{v[0].get(), UOp::ConstInt(a)},
+                                                       {v[1].get(), UOp::ConstInt(b2)},
+                                                       {v[2].get(), UOp::ConstInt(c2)}};
+          UOpRef want = Simplify(Substitute(u, at)), got = Simplify(Substitute(simple, at));
+          ASSERT_TRUE(want->IsConst() && got->IsConst());
+          ASSERT_EQ(CInt(want), CInt(got)) << RenderExpr(u) << " -> " << RenderExpr(simple)
+                                           << " at p=" << a << " q=" << b2 << " r=" << c2;
+        }
+  }
 }
 
 TEST_F(SymbolicTest, Comparisons) {
