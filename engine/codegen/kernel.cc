@@ -273,9 +273,14 @@ void Kernel::HandCodedOptimizations() {
     for (int i = first_reduce_ - 1; i >= 0; --i) {
       if (out_strides[i] == 1) {
         if (reduce_ && !loads_vectorize(i)) break;
-        if (int64_t w = pick(full_shape_[i])) {
-          if (ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
+        int64_t w = pick(full_shape_[i]);
+        if (!w && !reduce_ && width >= 4 && full_shape_[i] > width) {
+          // An elementwise kernel along an axis that is not a multiple of
+          // the vector width (a padded row of 162): round the axis up; the
+          // tail lanes are masked off in every load and store.
+          if (PadGlobal(i, (full_shape_[i] + width - 1) / width * width).ok()) w = width;
         }
+        if (w && ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
         break;
       }
     }

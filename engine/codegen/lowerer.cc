@@ -396,14 +396,17 @@ class Lowerer {
     DType dt = n->dtype();
     if (w == 1 || (!Contains(idx, lane_.get()) && !Contains(valid, lane_.get())))
       return Broadcast(ScalarLoad(buf, dt, idx, valid), w);
-    if (!Contains(valid, lane_.get())) {
-      UOpRef idx0 = AtLane(idx, 0);
-      if (Simplify(idx - idx0) == lane_) {
+    UOpRef idx0 = AtLane(idx, 0);
+    if (Simplify(idx - idx0) == lane_) {  // consecutive lanes: one vector load
+      DType vt = dt.Vec(static_cast<int>(w));
+      if (!Contains(valid, lane_.get())) {
         if (valid->IsConstInt(0)) return Broadcast(ConstOf(dt, 0), w);
-        DType vt = dt.Vec(static_cast<int>(w));
         if (valid->IsConstInt(1)) return UOp::Make(Op::kLoad, vt, {buf, idx0});
         return UOp::Make(Op::kLoad, vt, {buf, idx0, valid, Broadcast(ConstOf(dt, 0), w)});
       }
+      // A gate per lane (a padded or masked tail): lanes whose gate is false
+      // are not read (a masked vector load).
+      return UOp::Make(Op::kLoad, vt, {buf, idx0, LaneVector(valid, w), Broadcast(ConstOf(dt, 0), w)});
     }
     UOpList lanes;
     for (int64_t l = 0; l < w; ++l)
@@ -411,13 +414,25 @@ class Lowerer {
     return UOp::Make(Op::kVectorize, dt.Vec(static_cast<int>(w)), lanes);
   }
 
+  // `e` (an index or gate expression of lane_) for all w lanes at once: the
+  // lane becomes the vector (0, 1, ..., w-1) and the ops on it vector ops.
+  UOpRef LaneVector(const UOpRef& e, int64_t w) {
+    if (!Contains(e, lane_.get())) return Broadcast(e, w);
+    if (e == lane_) {
+      UOpList lanes;
+      for (int64_t l = 0; l < w; ++l) lanes.push_back(UOp::ConstInt(l, e->dtype()));
+      return UOp::Make(Op::kVectorize, e->dtype().Vec(static_cast<int>(w)), lanes);
+    }
+    UOpList src;
+    for (const UOpRef& s : e->src()) src.push_back(LaneVector(s, w));
+    return UOp::Make(e->op(), e->dtype().Vec(static_cast<int>(w)), src, e->arg());
+  }
+
   UOpRef LowerValid(const UOp* n, int64_t w) {
     const ShapeTracker& st = k_.StOf(n);
     auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
     if (w == 1 || !Contains(valid, lane_.get())) return Broadcast(valid, w);
-    UOpList lanes;
-    for (int64_t l = 0; l < w; ++l) lanes.push_back(AtLane(valid, l));
-    return UOp::Make(Op::kVectorize, dtypes::kBool.Vec(static_cast<int>(w)), lanes);
+    return LaneVector(valid, w);
   }
 
   absl::StatusOr<UOpRef> LowerNode(const UOpRef& n, int64_t w) {
@@ -469,8 +484,8 @@ class Lowerer {
       return absl::OkStatus();
     }
     UOpRef idx0 = AtLane(idx, 0);
-    if (!Contains(valid, lane_.get()) && Simplify(idx - idx0) == lane_) {
-      store_op(idx0, value, valid);
+    if (Simplify(idx - idx0) == lane_) {  // one vector store, masked if the gate varies by lane
+      store_op(idx0, value, Contains(valid, lane_.get()) ? LaneVector(valid, w_post_) : valid);
       return absl::OkStatus();
     }
     DType sdt = value->dtype().Scalar();

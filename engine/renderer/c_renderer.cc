@@ -328,8 +328,79 @@ class CRenderer {
     } else {
       e = absl::StrCat("(*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")))");
     }
+    if (x.src().size() > 2 && x.src(2)->dtype().count > 1) return MaskedLoad(x);
     if (x.src().size() > 2) e = absl::StrCat("(", E(x.src(2)), "?", e, ":", E(x.src(3)), ")");
     return e;
+  }
+
+  // Element `i` of buffer `buf` at `idx` as a value (scalar load conversion).
+  std::string Elem(DType t, const std::string& buf, const std::string& idx, const std::string& i) {
+    std::string raw = absl::StrCat(buf, "[", idx, "+", i, "]");
+    if (t.scalar == ScalarType::kFloat16) return half_ = true, absl::StrCat("kiln_h2f(", raw, ")");
+    if (t.scalar == ScalarType::kBFloat16) return bf16_ = true, absl::StrCat("kiln_bf2f(", raw, ")");
+    if (t.IsBool()) return absl::StrCat("(", raw, "!=0)");
+    return raw;
+  }
+
+  // 4-byte lanes, 4 or 8 of them: AVX masked loads / stores (which do not
+  // touch the memory of masked-off lanes; clang turns them into AVX-512
+  // masked moves where it can).
+  static bool AvxMaskable(DType t) {
+    return !IsHalfLike(t) && t.ScalarSize() == 4 && (t.count == 4 || t.count == 8);
+  }
+
+  // A vector load with a gate per lane: lane i reads buf[idx+i] only where
+  // the gate is set, else it takes the alternative's lane.
+  std::string MaskedLoad(const UOp& x) {
+    const std::string &buf = E(x.src(0)), &idx = E(x.src(1)), &g = E(x.src(2)), &alt = E(x.src(3));
+    DType t = x.dtype();
+    std::string ty = Type(t), gt = Type(x.src(2)->dtype());
+    if (AvxMaskable(t)) {
+      std::string name = absl::StrCat("kiln_mload_", ty), ft = Type(DType(ScalarType::kFloat32, t.count));
+      std::string mt = Type(DType(ScalarType::kInt32, t.count));
+      const char* b = t.count == 8 ? "__builtin_ia32_maskloadps256" : "__builtin_ia32_maskloadps";
+      AddHelper(name, absl::StrCat(
+          "static inline ", ty, " ", name, "(const void* p, ", gt, " g, ", ty, " alt) {\n",
+          "  ", mt, " m = -__builtin_convertvector(g, ", mt, ");\n",
+          "#if defined(__AVX__)\n",
+          "  ", ty, " v = (", ty, ")", b, "((const ", ft, "*)p, m);\n",
+          "#else\n",
+          "  ", ty, " v = alt;\n",
+          "  for (int i = 0; i < ", t.count, "; ++i) if (g[i]) v[i] = ((const ", StorageC(t.scalar),
+          "*)p)[i];\n",
+          "#endif\n",
+          "  return (m != 0) ? v : alt;\n}"));
+      return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", alt, ")");
+    }
+    return absl::StrCat("({", ty, " r_ = ", alt, "; for (int i_ = 0; i_ < ", t.count,
+                        "; ++i_) if ((", g, ")[i_]) r_[i_] = ", Elem(t, buf, idx, "i_"),
+                        "; r_;})");
+  }
+
+  // A vector store with a gate per lane: only the lanes whose gate is set
+  // are written.
+  std::string MaskedStore(const UOp& x) {
+    const std::string &buf = E(x.src(0)), &idx = E(x.src(1)), &v = E(x.src(2)), &g = E(x.src(3));
+    DType t = x.src(2)->dtype();
+    if (AvxMaskable(t)) {
+      std::string ty = Type(t), gt = Type(x.src(3)->dtype());
+      std::string name = absl::StrCat("kiln_mstore_", ty), ft = Type(DType(ScalarType::kFloat32, t.count));
+      std::string mt = Type(DType(ScalarType::kInt32, t.count));
+      const char* b = t.count == 8 ? "__builtin_ia32_maskstoreps256" : "__builtin_ia32_maskstoreps";
+      AddHelper(name, absl::StrCat(
+          "static inline void ", name, "(void* p, ", gt, " g, ", ty, " v) {\n",
+          "#if defined(__AVX__)\n",
+          "  ", b, "((", ft, "*)p, -__builtin_convertvector(g, ", mt, "), (", ft, ")v);\n",
+          "#else\n",
+          "  for (int i = 0; i < ", t.count, "; ++i) if (g[i]) ((", StorageC(t.scalar), "*)p)[i] = v[i];\n",
+          "#endif\n}"));
+      return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", v, ");");
+    }
+    std::string lane = absl::StrCat("(", v, ")[i_]");
+    if (t.scalar == ScalarType::kFloat16) half_ = true, lane = absl::StrCat("kiln_f2h(", lane, ")");
+    if (t.scalar == ScalarType::kBFloat16) bf16_ = true, lane = absl::StrCat("kiln_f2bf(", lane, ")");
+    return absl::StrCat("for (int i_ = 0; i_ < ", t.count, "; ++i_) if ((", g, ")[i_]) ", buf, "[",
+                        idx, "+i_] = ", lane, ";");
   }
 
   std::string Store(const UOp& x) {
@@ -337,6 +408,7 @@ class CRenderer {
     const std::string& idx = E(x.src(1));
     const std::string& v = E(x.src(2));
     DType t = x.src(2)->dtype();
+    if (x.src().size() > 3 && x.src(3)->dtype().count > 1) return MaskedStore(x);
     std::string s;
     if (t.count == 1) {
       std::string val = v;

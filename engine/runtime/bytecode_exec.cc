@@ -357,12 +357,26 @@ absl::Status Executor<kChecked>::Run(int64_t lo, int64_t hi) {
         std::copy(regs + so[1], regs + so[1] + in.lanes, regs + so[0]);
         break;
       case BcOp::kLoad: {
+        const ScalarType st = in.dtype.scalar;
+        if (in.src.size() == 4 && insts[static_cast<size_t>(in.src[2])].lanes > 1) {
+          // One gate per lane: only the lanes whose gate is set are read.
+          for (int l = 0; l < in.lanes; ++l) {
+            if (regs[so[2] + l].i == 0) {
+              out[l] = regs[so[3] + l];
+              continue;
+            }
+            unsigned char* p;
+            absl::Status s = Address(in, regs[so[0]].i, regs[so[1]].i + l, 1, st, &p);
+            if (kChecked && !s.ok()) return s;
+            out[l] = ReadElem(st, p);
+          }
+          break;
+        }
         if (in.src.size() == 4 && regs[so[2]].i == 0) {
           std::copy(regs + so[3], regs + so[3] + in.lanes, out);
           break;
         }
         unsigned char* p;
-        const ScalarType st = in.dtype.scalar;
         absl::Status s = Address(in, regs[so[0]].i, regs[so[1]].i, in.lanes, st, &p);
         if (kChecked && !s.ok()) return s;
         const int esize = DType(st).ScalarSize();
@@ -370,10 +384,20 @@ absl::Status Executor<kChecked>::Run(int64_t lo, int64_t hi) {
         break;
       }
       case BcOp::kStore: {
-        if (in.src.size() == 4 && regs[so[3]].i == 0) break;
         const Inst& value = insts[static_cast<size_t>(in.src[2])];
-        unsigned char* p;
         const ScalarType st = value.dtype.scalar;
+        if (in.src.size() == 4 && insts[static_cast<size_t>(in.src[3])].lanes > 1) {
+          for (int l = 0; l < value.lanes; ++l) {  // one gate per lane
+            if (regs[so[3] + l].i == 0) continue;
+            unsigned char* p;
+            absl::Status s = Address(in, regs[so[0]].i, regs[so[1]].i + l, 1, st, &p);
+            if (kChecked && !s.ok()) return s;
+            WriteElem(st, p, regs[so[2] + l]);
+          }
+          break;
+        }
+        if (in.src.size() == 4 && regs[so[3]].i == 0) break;
+        unsigned char* p;
         absl::Status s = Address(in, regs[so[0]].i, regs[so[1]].i, value.lanes, st, &p);
         if (kChecked && !s.ok()) return s;
         const int esize = DType(st).ScalarSize();

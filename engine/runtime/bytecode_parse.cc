@@ -118,6 +118,8 @@ class Parser {
   absl::Status SrcIs(const Inst& in, size_t i, DType want, const char* what) const;
   absl::Status SrcScalarInt(const Inst& in, size_t i, const char* what) const;
   absl::Status SrcScalarBool(const Inst& in, size_t i, const char* what) const;
+  // A LOAD / STORE gate: one bool, or one per lane.
+  absl::Status GateOk(const Inst& in, size_t i, int lanes) const;
   std::string SrcName(const Inst& in, size_t i) const {
     return absl::StrCat("%", Src(in, i).id, " (", Src(in, i).dtype.Name(), ")");
   }
@@ -164,6 +166,13 @@ absl::Status Parser::SrcScalarBool(const Inst& in, size_t i, const char* what) c
   const DType t = Src(in, i).dtype;
   if (t.IsBool() && t.count == 1 && !t.ptr) return absl::OkStatus();
   return Error(absl::StrCat(what, " ", SrcName(in, i), " should be a scalar bool"));
+}
+
+absl::Status Parser::GateOk(const Inst& in, size_t i, int lanes) const {
+  const DType t = Src(in, i).dtype;
+  if (t.IsBool() && !t.ptr && (t.count == 1 || t.count == lanes)) return absl::OkStatus();
+  return Error(absl::StrCat("gate ", SrcName(in, i), " should be a bool or a bool[x", lanes,
+                            "] (one gate per lane)"));
 }
 
 absl::StatusOr<Kernel> Parser::Run(const std::string& text) {
@@ -419,7 +428,7 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
         RETURN_IF_ERROR(need(value_type && t.scalar == buf.scalar,
                              absl::StrCat("LOAD dtype must be ", buf.Scalar().Name(), "[xN]")));
         if (in.src.size() == 4) {
-          RETURN_IF_ERROR(SrcScalarBool(in, 2, "gate"));
+          RETURN_IF_ERROR(GateOk(in, 2, t.count));
           RETURN_IF_ERROR(SrcIs(in, 3, t, "alternative"));
         }
       } else {
@@ -428,7 +437,7 @@ absl::Status Parser::Validate(Inst& in, absl::string_view arg) {
         RETURN_IF_ERROR(need(!v.ptr && v.scalar == buf.scalar,
                              absl::StrCat("stored value ", SrcName(in, 2), " should be ",
                                           buf.Scalar().Name(), "[xN]")));
-        if (in.src.size() == 4) RETURN_IF_ERROR(SrcScalarBool(in, 3, "gate"));
+        if (in.src.size() == 4) RETURN_IF_ERROR(GateOk(in, 3, v.count));
       }
       return absl::OkStatus();
     }
