@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/flags.h"
 #include "engine/base/status.h"
+#include "engine/uop/symbolic.h"
 
 namespace kiln {
 
@@ -73,6 +74,7 @@ bool Kernel::IsReduceAxis(int axis) const {
 }
 
 void Kernel::PermuteAll(const std::vector<int>& order) {
+  stride_cache_.clear();
   for (auto& [u, st] : sts_) st = st.Permute(order);
   Shape f;
   for (int o : order) f.push_back(full_shape_[o]);
@@ -82,6 +84,7 @@ void Kernel::PermuteAll(const std::vector<int>& order) {
 void Kernel::ReshapeAll(const std::vector<Shape>& shapes) {
   // shapes[0]: new full shape, shapes[1]: new output shape.
   const Shape old_full = full_shape_;
+  stride_cache_.clear();
   for (auto& [u, st] : sts_) st = st.Reshape(st.shape() == old_full ? shapes[0] : shapes[1]);
   full_shape_ = shapes[0];
 }
@@ -102,9 +105,33 @@ void Kernel::DropUnitAxes() {
 }
 
 bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {
+  // A mask only gates elements (masked loads / stores); the strides still
+  // tell how the view walks the buffer.
   const ShapeTracker& st = sts_.at(mem);
-  if (st.views().size() != 1 || st.view().mask()) return false;
-  *strides = st.view().strides();
+  if (st.views().size() == 1) {
+    *strides = st.view().strides();
+    return true;
+  }
+  // Several views (a masked axis split for vectors): the strides of the
+  // composed index where it is affine in every axis.
+  auto hit = stride_cache_.find(mem);
+  if (hit == stride_cache_.end()) {
+    std::optional<std::vector<int64_t>> result;
+    UOpList vars;
+    for (size_t i = 0; i < st.ndim(); ++i)
+      vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
+    UOpRef idx = st.ToIndex(vars).first;
+    result.emplace(st.ndim(), 0);
+    for (size_t i = 0; i < st.ndim() && result; ++i) {
+      if (st.shape()[i] == 1) continue;
+      UOpRef d = Simplify(Substitute(idx, {{vars[i].get(), vars[i] + 1}}) - idx);
+      if (d->IsConst()) (*result)[i] = std::get<int64_t>(d->const_value());
+      else result.reset();
+    }
+    hit = stride_cache_.emplace(mem, std::move(result)).first;
+  }
+  if (!hit->second) return false;
+  *strides = *hit->second;
   return true;
 }
 
@@ -170,7 +197,13 @@ absl::Status Kernel::PadGlobal(int axis, int64_t size) {
   if (size == full_shape_[axis]) return absl::OkStatus();
   std::vector<std::pair<int64_t, int64_t>> pads(ndim(), {0, 0});
   pads[axis] = {0, size - full_shape_[axis]};
-  for (auto& [u, st] : sts_) st = st.Pad(pads);
+  stride_cache_.clear();
+  for (auto& [u, st] : sts_) {
+    // A view that does not move along the axis (a broadcast operand) reads
+    // the same in-bounds element in the new region: no mask is needed there,
+    // and its loads stay plain broadcasts.
+    st = st.view().strides()[axis] == 0 ? st.ExtendBroadcast(axis, size) : st.Pad(pads);
+  }
   full_shape_[axis] = size;
   return absl::OkStatus();
 }
@@ -274,10 +307,10 @@ void Kernel::HandCodedOptimizations() {
       if (out_strides[i] == 1) {
         if (reduce_ && !loads_vectorize(i)) break;
         int64_t w = pick(full_shape_[i]);
-        if (!w && !reduce_ && width >= 4 && full_shape_[i] > width) {
-          // An elementwise kernel along an axis that is not a multiple of
-          // the vector width (a padded row of 162): round the axis up; the
-          // tail lanes are masked off in every load and store.
+        if (!w && width >= 4 && full_shape_[i] > width) {
+          // An axis that is not a multiple of the vector width (a padded row
+          // of 162, 6625 classes): round it up; the tail lanes are masked
+          // off in every load and store.
           if (PadGlobal(i, (full_shape_[i] + width - 1) / width * width).ok()) w = width;
         }
         if (w && ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;

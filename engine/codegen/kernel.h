@@ -26,6 +26,7 @@
 #define KILN_ENGINE_CODEGEN_KERNEL_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,8 @@ class Kernel {
   const UOp* reduce_ = nullptr;
   std::vector<const UOp*> mems_;  // memory ops in AST order
   std::map<const UOp*, ShapeTracker> sts_;
+  // Strides of multi-view trackers (nullopt: not affine), until sts_ change.
+  mutable std::map<const UOp*, std::optional<std::vector<int64_t>>> stride_cache_;
   Shape full_shape_;
   int first_reduce_ = 0;
   int upcasted_ = 0;

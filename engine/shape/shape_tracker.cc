@@ -81,6 +81,16 @@ ShapeTracker ShapeTracker::Reshape(const Shape& ns) const {
   return ShapeTracker(std::move(v));
 }
 
+ShapeTracker ShapeTracker::ExtendBroadcast(int axis, int64_t size) const {
+  const View& v = view();
+  KILN_CHECK(axis >= 0 && axis < static_cast<int>(v.ndim()) && v.strides()[axis] == 0 &&
+                 size >= v.shape()[axis],
+             "ExtendBroadcast: axis ", axis, " of ", ToString());
+  Shape shape = v.shape();
+  shape[axis] = size;
+  return WithTop(views_, View::Create(shape, v.strides(), v.offset(), v.mask()));
+}
+
 ShapeTracker ShapeTracker::Compose(const ShapeTracker& top) const {
   // The top tracker's bottom view addresses our flattened shape.
   std::vector<View> v = views_;

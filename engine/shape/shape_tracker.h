@@ -41,6 +41,10 @@ class ShapeTracker {
   ShapeTracker Flip(const std::vector<bool>& axes) const;
   ShapeTracker Stride(const std::vector<int64_t>& steps) const;
   ShapeTracker Reshape(const Shape& new_shape) const;
+  // Grows dim `axis` of the top view to `size` (>= its size) when the top
+  // view's stride there is 0: the new indices read the same elements (and
+  // keep that dim's mask range, if any).
+  ShapeTracker ExtendBroadcast(int axis, int64_t size) const;
   // Applies `top` on top of this: top's bottom view indexes this tracker's
   // flattened shape (e.g. top = FromShape(shape()).Permute(...)).
   ShapeTracker Compose(const ShapeTracker& top) const;

@@ -59,6 +59,16 @@ TEST(ShapeTrackerTest, ZeroCopyOps) {
   EXPECT_EQ(st.Pad({{0, 0}, {1, 1}}).views().size(), 1u);
 }
 
+TEST(ShapeTrackerTest, ExtendBroadcastReadsTheSameElements) {
+  // A row broadcast along dim 0 grown from 2 to 4 rows: no mask appears.
+  ShapeTracker e = ShapeTracker::FromShape({1, 3}).Expand({2, 3});
+  EXPECT_EQ(Eval(e.ExtendBroadcast(0, 4)), (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  // A dim's own mask range is kept: the new indices stay outside it.
+  ShapeTracker m = ShapeTracker::FromShape({1, 3}).Pad({{1, 0}, {0, 0}}).Expand({2, 3});
+  EXPECT_EQ(Eval(m), (std::vector<int64_t>{-1, -1, -1, 0, 1, 2}));
+  EXPECT_EQ(Eval(m.ExtendBroadcast(0, 3)), (std::vector<int64_t>{-1, -1, -1, 0, 1, 2, -1, -1, -1}));
+}
+
 TEST(ShapeTrackerTest, ReshapeMergesAndSplits) {
   ShapeTracker st = ShapeTracker::FromShape({4, 6}).Permute({1, 0}).Reshape({3, 2, 4});
   EXPECT_EQ(st.views().size(), 1u);
