@@ -349,6 +349,32 @@ class CRenderer {
     return !IsHalfLike(t) && t.ScalarSize() == 4 && (t.count == 4 || t.count == 8);
   }
 
+  // exp2 of float lanes without a libm call per lane: x = n + f with n an
+  // integer and |f| <= 1/2, 2^f from Cephes' exp2f polynomial (a few ulp),
+  // 2^n from exponent bits in two halves (so results down to 2^-252 are
+  // built without overflowing the exponent: denormals and 0 come out of the
+  // multiply). NaN stays NaN, -inf gives 0 and +inf gives inf.
+  std::string VectorExp2(DType t, const std::string& x) {
+    std::string ty = Type(DType(ScalarType::kFloat32, t.count));
+    std::string it = Type(DType(ScalarType::kInt32, t.count));
+    std::string name = absl::StrCat("kiln_exp2_", ty);
+    AddHelper(name, absl::StrCat(
+        "static inline ", ty, " ", name, "(", ty, " x) {\n",
+        "  ", ty, " c = __builtin_elementwise_min(__builtin_elementwise_max(x, (", ty,
+        ")(-252.0f)), (", ty, ")(254.0f));\n",
+        "  ", ty, " n = __builtin_elementwise_floor(c + 0.5f);\n",
+        "  ", ty, " f = c - n;\n",
+        "  ", ty, " p = ((((1.535336188319500e-4f*f + 1.339887440266574e-3f)*f + ",
+        "9.618437357674640e-3f)*f + 5.550332471162809e-2f)*f + 2.402264791363012e-1f)*f + ",
+        "6.931472028550421e-1f;\n",
+        "  p = 1.0f + f*p;\n",
+        "  ", it, " ni = __builtin_convertvector(n, ", it, ");\n",
+        "  ", it, " n1 = ni >> 1, n2 = ni - n1;\n",
+        "  ", ty, " r = p * (", ty, ")((n1 + 127) << 23) * (", ty, ")((n2 + 127) << 23);\n",
+        "  return (x != x) ? x : r;\n}"));
+    return absl::StrCat(name, "(", x, ")");
+  }
+
   // A vector load with a gate per lane: lane i reads buf[idx+i] only where
   // the gate is set, else it takes the alternative's lane.
   std::string MaskedLoad(const UOp& x) {
@@ -473,6 +499,7 @@ class CRenderer {
         const char* fn = x.op() == Op::kExp2 ? "exp2" : x.op() == Op::kLog2 ? "log2"
                        : x.op() == Op::kSin ? "sin" : x.op() == Op::kSqrt ? "sqrt" : "trunc";
         if (vec && x.op() == Op::kTrunc) return absl::StrCat("__builtin_elementwise_trunc(", src(0), ")");
+        if (vec && x.op() == Op::kExp2 && !is_double) return Round(t, VectorExp2(t, src(0)));
         if (vec) return Round(t, PerLane(t, {src(0)}, [&](const std::vector<std::string>& a) {
           return absl::StrCat("__builtin_", fn, fs, "(", a[0], ")");
         }));

@@ -111,6 +111,13 @@ TEST_P(ElementwiseTest, UnarySpecialValues) {
   Check((s.Tanh()), {-1, 1, 0, std::tanh(-1.0)});
   Check((s.Relu()), {0, INFINITY, 0, 0});
   Check((T({0}).Reciprocal()), {INFINITY});
+  // exp2 over the whole float range (16 lanes: the CPU's vector exp2), with
+  // denormal results, overflow and NaN.
+  std::vector<float> e2 = {-150, -149, -140.3f, -126.5f, -100.25f, -1.5f, 0,    0.5f,
+                           1,    3,    10,      127.9f,  128,      200,    NAN, -INFINITY};
+  std::vector<double> e2want;
+  for (float x : e2) e2want.push_back(std::exp2(x));  // float: 2^128 is inf
+  Check((T(e2).Exp2()), e2want, 1e-44, 3e-7);
   Check((T({-100, 100}).Softplus()), {0, 100}, 1e-6);
   // Round: ties to even.
   Check((T({-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 3.5f, 2.4999f}).Round()),
