@@ -298,7 +298,9 @@ void Kernel::HandCodedOptimizations() {
     for (const UOp* m : mems_) {
       if (m == store || m->op() == Op::kValid) continue;
       std::vector<int64_t> st;
-      if (!Strides(m, &st) || (st[axis] != 0 && st[axis] != 1)) return false;
+      // Stride 2 (a strided convolution's window) loads two vectors and
+      // shuffles (see SpanLoad in lowerer.cc).
+      if (!Strides(m, &st) || st[axis] < 0 || st[axis] > 2) return false;
     }
     return true;
   };
@@ -378,7 +380,10 @@ void Kernel::HandCodedOptimizations() {
       full_shape_[last_reduce] % 4 == 0)
     (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, 4});
   // 5. With register tiles, put the most-upcast global axis outermost so the
-  //    tile of the other operand stays in cache across the inner loop.
+  //    tile of the other operand stays in cache across the inner loop --
+  //    only if some operand is broadcast along the axis that ends up
+  //    innermost (a depthwise convolution reuses nothing across channels
+  //    and keeps its row-major walk).
   if (first_reduce_ >= 2 && upcasted_ > 1) {
     std::vector<int64_t> tile(first_reduce_, 1);
     for (const Opt& o : applied_)
@@ -389,7 +394,7 @@ void Kernel::HandCodedOptimizations() {
                      [&](int a, int b) { return tile[a] > tile[b]; });
     bool identity = true;
     for (int i = 0; i < ndim(); ++i) identity &= order[i] == i;
-    if (!identity) PermuteAll(order);
+    if (!identity && broadcast_along(order[first_reduce_ - 1])) PermuteAll(order);
   }
 }
 

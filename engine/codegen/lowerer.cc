@@ -406,12 +406,113 @@ class Lowerer {
       }
       // A gate per lane (a padded or masked tail): lanes whose gate is false
       // are not read (a masked vector load).
-      return UOp::Make(Op::kLoad, vt, {buf, idx0, LaneVector(valid, w), Broadcast(ConstOf(dt, 0), w)});
+      return UOp::Make(Op::kLoad, vt, {buf, SafeIndex(valid, idx0), LaneVector(valid, w),
+                                       Broadcast(ConstOf(dt, 0), w)});
     }
+    if (UOpRef v = SpanLoad(buf, dt, idx, valid, idx0, w)) return v;
     UOpList lanes;
     for (int64_t l = 0; l < w; ++l)
       lanes.push_back(ScalarLoad(buf, dt, AtLane(idx, l), AtLane(valid, l)));
     return UOp::Make(Op::kVectorize, dt.Vec(static_cast<int>(w)), lanes);
+  }
+
+  // The address of a masked vector load: where the lane-independent part of
+  // the gate is false (a concat input outside its channels) every lane is
+  // off and the address may be far outside the buffer; a masked load there
+  // still costs a fault-suppression assist on some CPUs (hundreds of cycles).
+  // Such loads use index 0 instead.
+  UOpRef SafeIndex(const UOpRef& valid, const UOpRef& idx) {
+    UOpRef uniform;
+    std::vector<UOpRef> stack = {valid};
+    while (!stack.empty()) {
+      UOpRef g = stack.back();
+      stack.pop_back();
+      if (g->op() == Op::kAnd) {
+        stack.push_back(g->src(0));
+        stack.push_back(g->src(1));
+      } else if (!Contains(g, lane_.get())) {
+        uniform = uniform ? LogicalAnd(uniform, g) : g;
+      }
+    }
+    if (!uniform || uniform->IsConstInt(1)) return idx;
+    return UOp::Make(Op::kWhere, idx->dtype(), {Simplify(uniform), idx, UOp::ConstInt(0, idx->dtype())});
+  }
+
+  // Whether element `e` of a span is read: some lane that uses it is valid.
+  UOpRef ElementGate(const UOpRef& valid, const std::vector<int64_t>& off, int64_t e) {
+    std::vector<UOpRef> seen;
+    UOpRef g;
+    for (size_t l = 0; l < off.size(); ++l) {
+      if (off[l] != e) continue;
+      UOpRef v = AtLane(valid, static_cast<int64_t>(l));
+      if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+      seen.push_back(v);
+      g = g ? LogicalOr(g, v) : v;
+    }
+    return g ? Simplify(g) : UOp::Const(dtypes::kBool, int64_t{0});
+  }
+
+  // Lanes at constant offsets from lane 0 within a span of at most two
+  // vectors (a nearest upsample repeats elements, a stride-2 window skips
+  // every other one): vector loads of the span, each element read only if
+  // a lane that uses it is valid, then a shuffle. nullptr if not that shape.
+  UOpRef SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOpRef& valid,
+                  const UOpRef& idx0, int64_t w) {
+    std::vector<int64_t> off(w);
+    int64_t span = 0;
+    for (int64_t l = 0; l < w; ++l) {
+      UOpRef d = Simplify(AtLane(idx, l) - idx0);
+      if (!d->IsConst()) return nullptr;
+      off[l] = std::get<int64_t>(d->const_value());
+      if (off[l] < 0) return nullptr;
+      span = std::max(span, off[l] + 1);
+    }
+    const int64_t loads = (span + w - 1) / w;
+    if (loads > 2) return nullptr;
+    const DType vt = dt.Vec(static_cast<int>(w));
+    const UOpRef zero = Broadcast(ConstOf(dt, 0), w);
+    // With one gate for all lanes, every element between the first and the
+    // last lane's is in bounds when that gate is set: a span of at least w
+    // is covered by unmasked loads, the last one moved back to end at the
+    // span's end.
+    const bool uniform = !Contains(valid, lane_.get());
+    std::vector<int64_t> start(loads);
+    for (int64_t j = 0; j < loads; ++j) start[j] = uniform && span >= w ? std::min(j * w, span - w) : j * w;
+    UOpList parts;
+    for (int64_t j = 0; j < loads; ++j) {
+      UOpList gates;
+      bool all = true;
+      for (int64_t e = start[j]; e < start[j] + w; ++e)
+        gates.push_back(uniform ? (e < span ? valid : UOp::Const(dtypes::kBool, int64_t{0}))
+                                : ElementGate(valid, off, e));
+      for (const UOpRef& g : gates) all &= g->IsConstInt(1);
+      if (span == 1) {  // one element for every lane: a scalar load
+        UOpRef v = Broadcast(ScalarLoad(buf, dt, idx0, gates[0]), w);
+        return Contains(valid, lane_.get()) ? UOp::Make(Op::kWhere, vt, {LaneVector(valid, w), v, zero}) : v;
+      }
+      UOpRef at = Simplify(idx0 + start[j]);
+      bool same = true;
+      for (const UOpRef& g : gates) same &= g == gates[0];
+      if (all) {
+        parts.push_back(UOp::Make(Op::kLoad, vt, {buf, at}));
+      } else if (same) {  // one gate for the whole vector
+        parts.push_back(UOp::Make(Op::kLoad, vt, {buf, at, gates[0], zero}));
+      } else {
+        UOpRef gv = UOp::Make(Op::kVectorize, dtypes::kBool.Vec(static_cast<int>(w)), gates);
+        parts.push_back(UOp::Make(Op::kLoad, vt, {buf, SafeIndex(valid, at), gv, zero}));
+      }
+    }
+    UOpList lanes;
+    for (int64_t l = 0; l < w; ++l) {
+      int64_t j = loads - 1;
+      while (off[l] < start[j]) --j;
+      lanes.push_back(UOp::Make(Op::kGep, dt, {parts[j]}, Arg(off[l] - start[j])));
+    }
+    UOpRef r = UOp::Make(Op::kVectorize, vt, lanes);
+    // A lane whose own gate is false reads 0 even where its element was
+    // loaded for another lane.
+    if (Contains(valid, lane_.get())) r = UOp::Make(Op::kWhere, vt, {LaneVector(valid, w), r, zero});
+    return r;
   }
 
   // `e` (an index or gate expression of lane_) for all w lanes at once: the

@@ -409,5 +409,6 @@ UOpRef operator<(const UOpRef& a, int64_t b) {
 }
 UOpRef operator<(const UOpRef& a, const UOpRef& b) { return Alu(Op::kCmpLt, {a, b}); }
 UOpRef LogicalAnd(const UOpRef& a, const UOpRef& b) { return Alu(Op::kAnd, {a, b}); }
+UOpRef LogicalOr(const UOpRef& a, const UOpRef& b) { return Alu(Op::kOr, {a, b}); }
 
 }  // namespace kiln

@@ -156,6 +156,7 @@ UOpRef operator%(const UOpRef& a, int64_t b);
 UOpRef operator<(const UOpRef& a, int64_t b);
 UOpRef operator<(const UOpRef& a, const UOpRef& b);
 UOpRef LogicalAnd(const UOpRef& a, const UOpRef& b);
+UOpRef LogicalOr(const UOpRef& a, const UOpRef& b);
 
 }  // namespace kiln
 
