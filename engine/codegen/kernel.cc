@@ -357,7 +357,7 @@ void Kernel::HandCodedOptimizations() {
     for (const UOp* m : mems_) {
       std::vector<int64_t> st;
       if (m == store || !Strides(m, &st) || st[axis] != 0 || full_shape_[axis] <= 1) continue;
-      score = std::max(score, vector_axis_ >= 0 && st[vector_axis_] == 1 ? 2 : 1);
+      score = std::max(score, vector_axis_ >= 0 && (st[vector_axis_] == 1 || st[vector_axis_] == 2) ? 2 : 1);
     }
     return score;
   };
@@ -381,22 +381,28 @@ void Kernel::HandCodedOptimizations() {
   if (last_reduce >= first_reduce_ && full_shape_[last_reduce] >= 16 &&
       full_shape_[last_reduce] % 4 == 0)
     (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, 4});
-  // 5. With register tiles, put the most-upcast global axis outermost so the
-  //    tile of the other operand stays in cache across the inner loop --
-  //    only if some operand is broadcast along the axis that ends up
-  //    innermost (a depthwise convolution reuses nothing across channels
-  //    and keeps its row-major walk).
+  // 5. Loop order with register tiles. A tile column of the reused input
+  //    stays in cache while the axes that reuse it (score 2: a vector
+  //    operand broadcast along them, e.g. a convolution's output channels)
+  //    run inside: sort the global axes by tile size, largest outermost --
+  //    only when such an axis exists (a depthwise convolution reuses nothing
+  //    and keeps its row-major walk). Untiled leading axes without that
+  //    reuse (a batch) stay outermost: each image is walked once.
   if (first_reduce_ >= 2 && upcasted_ > 1) {
     std::vector<int64_t> tile(first_reduce_, 1);
     for (const Opt& o : applied_)
       if (o.op == OptOp::kUpcast) tile[o.axis] *= o.amount;
+    int keep = 0;
+    while (keep < first_reduce_ && tile[keep] == 1 && reuse_score(keep) < 2) ++keep;
+    bool reuse = false;
+    for (int a = keep; a < first_reduce_; ++a) reuse |= reuse_score(a) == 2;
     std::vector<int> order(ndim());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.begin() + first_reduce_,
+    std::stable_sort(order.begin() + keep, order.begin() + first_reduce_,
                      [&](int a, int b) { return tile[a] > tile[b]; });
     bool identity = true;
     for (int i = 0; i < ndim(); ++i) identity &= order[i] == i;
-    if (!identity && broadcast_along(order[first_reduce_ - 1])) PermuteAll(order);
+    if (reuse && !identity) PermuteAll(order);
   }
 }
 
