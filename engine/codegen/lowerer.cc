@@ -452,47 +452,56 @@ class Lowerer {
     return g ? Simplify(g) : UOp::Const(dtypes::kBool, int64_t{0});
   }
 
-  // Lanes at constant offsets from lane 0 within a span of at most two
-  // vectors (a nearest upsample repeats elements, a stride-2 window skips
-  // every other one): vector loads of the span, each element read only if
-  // a lane that uses it is valid, then a shuffle. nullptr if not that shape.
+  // Lanes at constant offsets from lane 0 that fall into at most two
+  // windows of w elements (a nearest upsample repeats elements, a stride-2
+  // window skips every other one, an interleave of two planes alternates
+  // between them): one vector load per window, each element read only if a
+  // lane that uses it is valid, then a shuffle. nullptr if not that shape.
   UOpRef SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOpRef& valid,
                   const UOpRef& idx0, int64_t w) {
     std::vector<int64_t> off(w);
-    int64_t span = 0;
     for (int64_t l = 0; l < w; ++l) {
       UOpRef d = Simplify(AtLane(idx, l) - idx0);
       if (!d->IsConst()) return nullptr;
       off[l] = std::get<int64_t>(d->const_value());
-      if (off[l] < 0) return nullptr;
-      span = std::max(span, off[l] + 1);
     }
-    const int64_t loads = (span + w - 1) / w;
-    if (loads > 2) return nullptr;
+    const int64_t lo = *std::min_element(off.begin(), off.end());
+    for (int64_t& o : off) o -= lo;  // offsets from the lowest element
+    const UOpRef base = Simplify(idx0 + lo);
+    const int64_t span = *std::max_element(off.begin(), off.end()) + 1;
     const DType vt = dt.Vec(static_cast<int>(w));
     const UOpRef zero = Broadcast(ConstOf(dt, 0), w);
-    // With one gate for all lanes, every element between the first and the
-    // last lane's is in bounds when that gate is set: a span of at least w
-    // is covered by unmasked loads, the last one moved back to end at the
-    // span's end.
     const bool uniform = !Contains(valid, lane_.get());
-    std::vector<int64_t> start(loads);
-    for (int64_t j = 0; j < loads; ++j) start[j] = uniform && span >= w ? std::min(j * w, span - w) : j * w;
+    auto lane_gated = [&](UOpRef r) {
+      // A lane whose own gate is false reads 0 even where its element was
+      // loaded for another lane.
+      return uniform ? r : UOp::Make(Op::kWhere, vt, {LaneVector(valid, w), r, zero});
+    };
+    if (span == 1) {  // one element for every lane: a scalar load
+      return lane_gated(Broadcast(ScalarLoad(buf, dt, base, ElementGate(valid, off, 0)), w));
+    }
+    // Windows: [start, start + w) with `last` the highest element used in it.
+    std::vector<int64_t> sorted = off;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::pair<int64_t, int64_t>> win;  // (start, last)
+    for (int64_t o : sorted) {
+      if (win.empty() || o - win.back().first >= w) win.push_back({o, o});
+      else win.back().second = o;
+    }
+    if (win.size() > 2) return nullptr;
+    // With one gate for all lanes, every element between the lowest and the
+    // highest is in bounds when that gate is set: a span of w..2w is covered
+    // by two unmasked loads, the second moved back to end at the span's end.
+    if (uniform && win.size() == 2 && span <= 2 * w) win = {{0, w - 1}, {span - w, span - 1}};
     UOpList parts;
-    for (int64_t j = 0; j < loads; ++j) {
+    for (const auto& [start, last] : win) {
       UOpList gates;
-      bool all = true;
-      for (int64_t e = start[j]; e < start[j] + w; ++e)
-        gates.push_back(uniform ? (e < span ? valid : UOp::Const(dtypes::kBool, int64_t{0}))
+      bool all = true, same = true;
+      for (int64_t e = start; e < start + w; ++e)
+        gates.push_back(uniform ? (e <= last ? valid : UOp::Const(dtypes::kBool, int64_t{0}))
                                 : ElementGate(valid, off, e));
-      for (const UOpRef& g : gates) all &= g->IsConstInt(1);
-      if (span == 1) {  // one element for every lane: a scalar load
-        UOpRef v = Broadcast(ScalarLoad(buf, dt, idx0, gates[0]), w);
-        return Contains(valid, lane_.get()) ? UOp::Make(Op::kWhere, vt, {LaneVector(valid, w), v, zero}) : v;
-      }
-      UOpRef at = Simplify(idx0 + start[j]);
-      bool same = true;
-      for (const UOpRef& g : gates) same &= g == gates[0];
+      for (const UOpRef& g : gates) all &= g->IsConstInt(1), same &= g == gates[0];
+      UOpRef at = Simplify(base + start);
       if (all) {
         parts.push_back(UOp::Make(Op::kLoad, vt, {buf, at}));
       } else if (same) {  // one gate for the whole vector
@@ -504,15 +513,11 @@ class Lowerer {
     }
     UOpList lanes;
     for (int64_t l = 0; l < w; ++l) {
-      int64_t j = loads - 1;
-      while (off[l] < start[j]) --j;
-      lanes.push_back(UOp::Make(Op::kGep, dt, {parts[j]}, Arg(off[l] - start[j])));
+      size_t j = win.size() - 1;
+      while (off[l] < win[j].first) --j;
+      lanes.push_back(UOp::Make(Op::kGep, dt, {parts[j]}, Arg(off[l] - win[j].first)));
     }
-    UOpRef r = UOp::Make(Op::kVectorize, vt, lanes);
-    // A lane whose own gate is false reads 0 even where its element was
-    // loaded for another lane.
-    if (Contains(valid, lane_.get())) r = UOp::Make(Op::kWhere, vt, {LaneVector(valid, w), r, zero});
-    return r;
+    return lane_gated(UOp::Make(Op::kVectorize, vt, lanes));
   }
 
   // `e` (an index or gate expression of lane_) for all w lanes at once: the

@@ -202,6 +202,24 @@ Tensor ScatterConvTranspose(const Tensor& x, const Tensor& w, const Tensor* bias
   ys.insert(ys.end(), kernel.begin(), kernel.end());
   ys.insert(ys.end(), sp.begin(), sp.end());
   Tensor y = xw.Sum({3}).Reshape(ys);  // (N, Cout, *k, *sp)
+  bool tiles = true;  // kernel == stride, no padding / dilation: taps tile the output
+  for (int64_t i = 0; i < nd; ++i)
+    tiles &= kernel[i] == stride[i] && dilation[i] == 1 && padding[i].first == 0 &&
+             padding[i].second == 0 && opad[i] == 0;
+  if (tiles) {
+    // Each output element comes from exactly one tap: interleave the taps
+    // with the positions, (N, Cout, *k, *sp) -> (N, Cout, sp1, k1, sp2, k2..),
+    // a view instead of a sum of zero-inserted copies.
+    std::vector<int64_t> order = {0, 1};
+    for (int64_t i = 0; i < nd; ++i) order.insert(order.end(), {2 + nd + i, 2 + i});
+    Shape os = {n, cout};
+    os.insert(os.end(), out.begin(), out.end());
+    Tensor r = y.Permute(order).Reshape(os);
+    if (!bias) return r;
+    Shape bs(os.size(), 1);
+    bs[1] = cout;
+    return r + bias->Cast(t).Reshape(bs);
+  }
   // Zero insertion of one tap: (N, Cout, L1, 1, L2, 1, ..) padded to
   // (.., L_i, s_i, ..), merged and cut to (L_i - 1) * s_i + 1.
   Shape split = {n, cout}, merged = {n, cout};
