@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -61,6 +62,43 @@ bool IsComputed(const UOp& u) {
 // A realized leaf needs no kernel of its own.
 bool IsLeaf(const UOp& u) { return u.op() == Op::kBuffer || u.op() == Op::kConst; }
 
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
+// The zero padding a VIEW applies to its source, if it is exactly that (one
+// view: the source's row-major layout grown by a border that reads as 0).
+std::optional<Pads> PlainPad(const UOp& view, ShapeInfer* shapes) {
+  if (view.op() != Op::kView) return std::nullopt;
+  const ShapeTracker& st = *StOf(view);
+  if (st.views().size() != 1 || !st.view().mask()) return std::nullopt;
+  const Shape& src = shapes->Of(view.src(0));
+  const View::Mask& m = *st.view().mask();
+  if (src.size() != st.ndim()) return std::nullopt;
+  Pads pads;
+  for (size_t d = 0; d < st.ndim(); ++d) {
+    if (m[d].second - m[d].first != src[d]) return std::nullopt;
+    pads.push_back({m[d].first, st.shape()[d] - m[d].second});
+  }
+  if (!(ShapeTracker::FromShape(src).Pad(pads) == st)) return std::nullopt;
+  return pads;
+}
+
+// A CONTIGUOUS copy of a zero-padded computed value that nothing else reads
+// (a convolution's padded input): the value is computed straight into the
+// interior of the padded buffer and only the border is filled with zeros,
+// instead of realizing the value and copying it with its padding.
+bool IsPadFused(const UOp& u, const std::unordered_map<const UOp*, int>& users,
+                ShapeInfer* shapes) {
+  if (u.op() != Op::kContiguous || !PlainPad(*u.src(0), shapes)) return false;
+  const UOp* v = u.src(0).get();
+  const UOp* s = v->src(0).get();
+  auto n = [&](const UOp* x) {
+    auto it = users.find(x);
+    return it == users.end() ? 0 : it->second;
+  };
+  return n(v) == 1 && n(s) == 1 && !IsLeaf(*s) && s->op() != Op::kContiguous &&
+         s->op() != Op::kView && s->dtype() == u.dtype();
+}
+
 // ---------------- which nodes get their own buffer ----------------
 
 class RealizePlanner {
@@ -70,7 +108,10 @@ class RealizePlanner {
     for (const UOp* u : order_) {
       std::set<const UOp*> seen;
       for (const UOpRef& s : u->src())
-        if (seen.insert(s.get()).second) users_[s.get()]++;
+        if (seen.insert(s.get()).second) {
+          users_[s.get()]++;
+          consumers_[s.get()].push_back(u);
+        }
     }
     for (const UOpRef& r : roots)
       if (!IsLeaf(*r)) realize_.insert(r.get());
@@ -79,6 +120,8 @@ class RealizePlanner {
   std::unordered_set<const UOp*> Run() {
     for (const UOp* u : order_)
       if (u->op() == Op::kContiguous) realize_.insert(u);
+    for (const UOp* u : order_)
+      if (IsPadFused(*u, users_, shapes_)) pad_views_.insert(u->src(0).get());
     for (int iter = 0; iter < 1000; ++iter) {
       if (!Pass()) return realize_;
     }
@@ -88,6 +131,27 @@ class RealizePlanner {
 
  private:
   bool Realized(const UOp* u) const { return IsLeaf(*u) || realize_.count(u); }
+
+  // Whether every use of u (a value with a reduce in its group) ends up in
+  // one kernel, reading u at the same place: then it is computed once there
+  // (hardswish's x * relu6(x + 3) uses x twice) instead of realized. A use
+  // through a view reads it elsewhere, so it does not count as one.
+  bool OneKernelReads(const UOp* u) {
+    std::set<const UOp*> kernels, seen;
+    std::vector<const UOp*> stack = {u};
+    while (!stack.empty()) {
+      const UOp* x = stack.back();
+      stack.pop_back();
+      for (const UOp* c : consumers_[x]) {
+        if (!seen.insert(c).second) continue;
+        if (c->op() == Op::kView || c->op() == Op::kReduceAxis) return false;
+        if (Realized(c)) kernels.insert(c);
+        else stack.push_back(c);
+        if (kernels.size() > 1) return false;
+      }
+    }
+    return kernels.size() == 1;
+  }
 
   // Unrealized reduces in u's kernel group (u itself included).
   const std::set<const UOp*>& Local(const UOp* u) { return local_[u]; }
@@ -111,7 +175,7 @@ class RealizePlanner {
       } else if (Local(u).size() > 1) {
         for (const UOp* r : Local(u)) realize(r);
       }
-      if (u->op() == Op::kView) {
+      if (u->op() == Op::kView && !pad_views_.count(u)) {
         const UOp* s = u->src(0).get();
         if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*StOf(*u))) realize(s);
         // A computed value read several times through a view (expand,
@@ -119,7 +183,7 @@ class RealizePlanner {
         if (!Realized(s) && IsComputed(*s) && Reads(*StOf(*u)) > kiln::Prod(shapes_->Of(s->ref())))
           realize(s);
       }
-      if (!Realized(u) && !Local(u).empty() && users_[u] > 1) realize(u);
+      if (!Realized(u) && !Local(u).empty() && users_[u] > 1 && !OneKernelReads(u)) realize(u);
       if (changed) return true;  // recompute groups after each change
     }
     return changed;
@@ -128,8 +192,13 @@ class RealizePlanner {
   ShapeInfer* shapes_;
   std::vector<const UOp*> order_;
   std::unordered_map<const UOp*, int> users_;
+  std::unordered_map<const UOp*, std::vector<const UOp*>> consumers_;
   std::unordered_set<const UOp*> realize_;
+  std::unordered_set<const UOp*> pad_views_;  // views of pad-fused copies
   std::unordered_map<const UOp*, std::set<const UOp*>> local_;
+
+ public:
+  const std::unordered_map<const UOp*, int>& users() const { return users_; }
 };
 
 // ---------------- kernel ASTs ----------------
@@ -144,11 +213,19 @@ class KernelBuilder {
                 const std::unordered_map<const UOp*, UOpRef>& buffer_of, ShapeInfer* shapes)
       : root_(root), realized_(realized), buffer_of_(buffer_of), shapes_(shapes) {}
 
+  // Computes `value` (root's value, e.g. the source of its padding view)
+  // into root's buffer through `out` (a view of that buffer in value's shape).
+  absl::StatusOr<ScheduleItem> BuildInto(const UOpRef& value, const ShapeTracker& out) {
+    value_ = value;
+    out_ = out;
+    return Build();
+  }
+
   absl::StatusOr<ScheduleItem> Build() {
     const UOpRef& out_buf = buffer_of_.at(root_);
     bufs_.push_back(out_buf);
-    Shape out_shape = shapes_->Of(root_->ref());
-    UOpRef value_root = root_->op() == Op::kContiguous ? root_->src(0) : root_->ref();
+    UOpRef value_root = value_ ? value_ : root_->op() == Op::kContiguous ? root_->src(0) : root_->ref();
+    Shape out_shape = shapes_->Of(value_root);
     // Find the kernel's reduce (at most one, by construction).
     const UOp* reduce = FindReduce(value_root.get());
     Shape space = out_shape;
@@ -156,9 +233,9 @@ class KernelBuilder {
     ShapeTracker acc = ShapeTracker::FromShape(out_shape).Reshape(space);
     reduce_ = reduce;
     ASSIGN_OR_RETURN(UOpRef value, Lower(value_root, acc));
+    ShapeTracker out_st = out_ ? out_->Reshape(space) : ShapeTracker::FromShape(space);
     UOpRef store = UOp::Make(Op::kStore, dtypes::kVoid,
-                             {DefineGlobal(0, root_->dtype()), value},
-                             Arg(StArg(ShapeTracker::FromShape(space))));
+                             {DefineGlobal(0, root_->dtype()), value}, Arg(StArg(out_st)));
     ScheduleItem item;
     item.ast = UOp::Make(Op::kSink, dtypes::kVoid, {store});
     item.bufs = bufs_;
@@ -251,6 +328,8 @@ class KernelBuilder {
   }
 
   const UOp* root_;
+  UOpRef value_;                    // BuildInto: the value computed
+  std::optional<ShapeTracker> out_;  // BuildInto: where it is stored
   const UOp* reduce_ = nullptr;
   bool pre_reduce_ = false;
   const std::unordered_set<const UOp*>& realized_;
@@ -260,6 +339,32 @@ class KernelBuilder {
   std::map<std::pair<const UOp*, const UOp*>, UOpRef> memo_;
   UOpList keep_;
 };
+
+// Kernels that write zeros into the border of a padded buffer of shape
+// `full` (interior given by `pads`): per padded dim d, the slabs before and
+// after the interior along d, interior along the dims before d and full
+// along the dims after it (disjoint, together exactly the border).
+std::vector<ScheduleItem> BorderFills(const UOpRef& buf, DType dt, const Shape& full,
+                                      const Pads& pads) {
+  std::vector<ScheduleItem> items;
+  for (size_t d = 0; d < full.size(); ++d) {
+    for (int side = 0; side < 2; ++side) {
+      Pads box;
+      for (size_t e = 0; e < full.size(); ++e) {
+        if (e < d) box.push_back({pads[e].first, full[e] - pads[e].second});
+        else if (e > d) box.push_back({0, full[e]});
+        else if (side == 0) box.push_back({0, pads[d].first});
+        else box.push_back({full[d] - pads[d].second, full[d]});
+      }
+      if (box[d].first >= box[d].second) continue;
+      ShapeTracker st = ShapeTracker::FromShape(full).Shrink(box);
+      UOpRef store = UOp::Make(Op::kStore, dtypes::kVoid,
+                               {DefineGlobal(0, dt), UOp::Const(dt, int64_t{0})}, Arg(StArg(st)));
+      items.push_back({UOp::Make(Op::kSink, dtypes::kVoid, {store}), {buf}});
+    }
+  }
+  return items;
+}
 
 // ---------------- memory planning ----------------
 
@@ -346,6 +451,19 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
     if (!buffer_of.count(u)) continue;
     if (Prod(shapes.Of(u->ref())) == 0) continue;  // empty: nothing to compute
     KernelBuilder kb(u, realized, buffer_of, &shapes);
+    if (IsPadFused(*u, planner.users(), &shapes) && !realized.count(u->src(0)->src(0).get())) {
+      const Shape& full = shapes.Of(u->ref());
+      Pads pads = *PlainPad(*u->src(0), &shapes);
+      for (ScheduleItem& fill : BorderFills(buffer_of.at(u), u->dtype(), full, pads))
+        sched.items.push_back(std::move(fill));
+      Pads interior;
+      for (size_t d = 0; d < full.size(); ++d)
+        interior.push_back({pads[d].first, full[d] - pads[d].second});
+      ASSIGN_OR_RETURN(ScheduleItem item,
+                       kb.BuildInto(u->src(0)->src(0), ShapeTracker::FromShape(full).Shrink(interior)));
+      sched.items.push_back(std::move(item));
+      continue;
+    }
     ASSIGN_OR_RETURN(ScheduleItem item, kb.Build());
     sched.items.push_back(std::move(item));
   }
