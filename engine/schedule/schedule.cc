@@ -72,13 +72,16 @@ std::optional<Pads> PlainPad(const UOp& view, ShapeInfer* shapes) {
   if (st.views().size() != 1 || !st.view().mask()) return std::nullopt;
   const Shape& src = shapes->Of(view.src(0));
   const View::Mask& m = *st.view().mask();
-  if (src.size() != st.ndim()) return std::nullopt;
   Pads pads;
+  Shape interior;
   for (size_t d = 0; d < st.ndim(); ++d) {
-    if (m[d].second - m[d].first != src[d]) return std::nullopt;
     pads.push_back({m[d].first, st.shape()[d] - m[d].second});
+    interior.push_back(m[d].second - m[d].first);
   }
-  if (!(ShapeTracker::FromShape(src).Pad(pads) == st)) return std::nullopt;
+  // The source may be a reshape of the interior (a flat input buffer).
+  if (kiln::Prod(src) != kiln::Prod(interior) ||
+      !(ShapeTracker::FromShape(interior).Pad(pads) == st))
+    return std::nullopt;
   return pads;
 }
 
@@ -95,7 +98,7 @@ bool IsPadFused(const UOp& u, const std::unordered_map<const UOp*, int>& users,
     auto it = users.find(x);
     return it == users.end() ? 0 : it->second;
   };
-  return n(v) == 1 && n(s) == 1 && !IsLeaf(*s) && s->op() != Op::kContiguous &&
+  return n(v) == 1 && n(s) == 1 && s->op() != Op::kConst && s->op() != Op::kContiguous &&
          s->op() != Op::kView && s->dtype() == u.dtype();
 }
 
@@ -459,8 +462,12 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
       Pads interior;
       for (size_t d = 0; d < full.size(); ++d)
         interior.push_back({pads[d].first, full[d] - pads[d].second});
-      ASSIGN_OR_RETURN(ScheduleItem item,
-                       kb.BuildInto(u->src(0)->src(0), ShapeTracker::FromShape(full).Shrink(interior)));
+      ShapeTracker into = ShapeTracker::FromShape(full).Shrink(interior);
+      UOpRef value = u->src(0)->src(0);
+      if (shapes.Of(value) != into.shape())  // a flat buffer: seen in the interior's shape
+        value = UOp::Make(Op::kView, value->dtype(), {value},
+                          Arg(StArg(ShapeTracker::FromShape(shapes.Of(value)).Reshape(into.shape()))));
+      ASSIGN_OR_RETURN(ScheduleItem item, kb.BuildInto(value, into));
       sched.items.push_back(std::move(item));
       continue;
     }
