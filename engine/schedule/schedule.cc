@@ -147,7 +147,9 @@ class RealizePlanner {
       stack.pop_back();
       for (const UOp* c : consumers_[x]) {
         if (!seen.insert(c).second) continue;
-        if (c->op() == Op::kView || c->op() == Op::kReduceAxis) return false;
+        // A reshape reads every element once, in order.
+        if ((c->op() == Op::kView && !IsPureReshape(*StOf(*c))) || c->op() == Op::kReduceAxis)
+          return false;
         if (Realized(c)) kernels.insert(c);
         else stack.push_back(c);
         if (kernels.size() > 1) return false;
