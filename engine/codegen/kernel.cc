@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -112,26 +113,24 @@ bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {
     *strides = st.view().strides();
     return true;
   }
-  // Several views (a masked axis split for vectors): the strides of the
-  // composed index where it is affine in every axis.
+  // Several views (a masked axis split for vectors, heads split out of a
+  // feature axis): the strides of the composed index along the axes where it
+  // is affine, kNotAffine along the others.
   auto hit = stride_cache_.find(mem);
   if (hit == stride_cache_.end()) {
-    std::optional<std::vector<int64_t>> result;
+    std::vector<int64_t> result(st.ndim(), 0);
     UOpList vars;
     for (size_t i = 0; i < st.ndim(); ++i)
       vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
     UOpRef idx = st.ToIndex(vars).first;
-    result.emplace(st.ndim(), 0);
-    for (size_t i = 0; i < st.ndim() && result; ++i) {
+    for (size_t i = 0; i < st.ndim(); ++i) {
       if (st.shape()[i] == 1) continue;
       UOpRef d = Simplify(Substitute(idx, {{vars[i].get(), vars[i] + 1}}) - idx);
-      if (d->IsConst()) (*result)[i] = std::get<int64_t>(d->const_value());
-      else result.reset();
+      result[i] = d->IsConst() ? std::get<int64_t>(d->const_value()) : kNotAffine;
     }
     hit = stride_cache_.emplace(mem, std::move(result)).first;
   }
-  if (!hit->second) return false;
-  *strides = *hit->second;
+  *strides = hit->second;
   return true;
 }
 
@@ -294,9 +293,14 @@ void Kernel::HandCodedOptimizations() {
   // 1. Vectorize the global axis the output is contiguous along.
   int vec_axis = -1;
   // Loads along `axis` are vector loads or broadcasts (not gathers).
+  // Only the loads inside the reduce loop matter: one after it (a residual
+  // add read transposed) runs once per output vector, a gather is fine there.
+  std::set<const UOp*> inner;
+  if (reduce_)
+    for (const UOp* u : Toposort(reduce_->src(0))) inner.insert(u);
   auto loads_vectorize = [&](int axis) {
     for (const UOp* m : mems_) {
-      if (m == store || m->op() == Op::kValid) continue;
+      if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
       std::vector<int64_t> st;
       // Stride 2 (a strided convolution's window) loads two vectors and
       // shuffles (see SpanLoad in lowerer.cc).
@@ -323,16 +327,21 @@ void Kernel::HandCodedOptimizations() {
     }
   }
   // 2. Or vectorize a reduce axis that the reduce input reads contiguously.
+  //    The innermost reduce axis that some load inside the loop reads
+  //    contiguously while every other such load reads it contiguously or
+  //    not at all (no gathers in the inner loop).
   if (vec_axis < 0 && reduce_) {
-    for (const UOp* m : mems_) {
-      std::vector<int64_t> st;
-      if (m == store || !Strides(m, &st)) continue;
-      for (int i = first_upcast() - 1; i >= first_reduce_; --i) {
-        if (st[i] != 1) continue;
-        if (int64_t w = pick(full_shape_[i]))
-          (void)ApplyOpt({OptOp::kUnroll, i - first_reduce_, w, true});
-        break;
+    for (int i = first_upcast() - 1; i >= first_reduce_; --i) {
+      bool contiguous = false, ok = true;
+      for (const UOp* m : mems_) {
+        std::vector<int64_t> st;
+        if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
+        if (!Strides(m, &st)) ok = false;
+        else if (st[i] == 1) contiguous = true;
+        else if (st[i] != 0) ok = false;
       }
+      if (!contiguous || !ok) continue;
+      if (int64_t w = pick(full_shape_[i])) (void)ApplyOpt({OptOp::kUnroll, i - first_reduce_, w, true});
       break;
     }
   }

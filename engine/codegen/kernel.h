@@ -25,6 +25,7 @@
 #ifndef KILN_ENGINE_CODEGEN_KERNEL_H_
 #define KILN_ENGINE_CODEGEN_KERNEL_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -105,6 +106,9 @@ class Kernel {
   void GpuOptimizations();  // kernel_gpu.cc
   void MergeAdjacent();
   void DropUnitAxes();
+  // How a memory op's index moves along each axis (kNotAffine where it is
+  // not a fixed step).
+  static constexpr int64_t kNotAffine = INT64_MIN;
   bool Strides(const UOp* mem, std::vector<int64_t>* strides) const;
 
   UOpRef ast_;
@@ -112,8 +116,8 @@ class Kernel {
   const UOp* reduce_ = nullptr;
   std::vector<const UOp*> mems_;  // memory ops in AST order
   std::map<const UOp*, ShapeTracker> sts_;
-  // Strides of multi-view trackers (nullopt: not affine), until sts_ change.
-  mutable std::map<const UOp*, std::optional<std::vector<int64_t>>> stride_cache_;
+  // Strides of multi-view trackers, until sts_ change.
+  mutable std::map<const UOp*, std::vector<int64_t>> stride_cache_;
   Shape full_shape_;
   int first_reduce_ = 0;
   int upcasted_ = 0;
