@@ -1,6 +1,7 @@
 #include "engine/codegen/kernel.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -207,6 +208,51 @@ absl::Status Kernel::PadGlobal(int axis, int64_t size) {
   return absl::OkStatus();
 }
 
+absl::Status Kernel::PadReduce(int axis, int64_t size) {
+  if (!reduce_ || axis < first_reduce_ + group_dims_ || axis >= first_upcast())
+    return absl::InvalidArgumentError(absl::StrCat("PadReduce: axis ", axis, " is not a reduce axis"));
+  if (size < full_shape_[axis])
+    return absl::InvalidArgumentError(absl::StrCat("PadReduce: ", size, " < ", full_shape_[axis]));
+  if (size == full_shape_[axis]) return absl::OkStatus();
+  // The new positions must not change the result: the reduce reads
+  // where(valid, x, identity), valid being false there.
+  const Op rop = ReduceOpOf(*reduce_);
+  const DType dt = reduce_->dtype();
+  UOpRef identity;
+  if (rop == Op::kAdd) identity = UOp::Const(dt, dt.IsFloat() ? ConstValue{0.0} : ConstValue{int64_t{0}});
+  else if (rop == Op::kMul) identity = UOp::Const(dt, dt.IsFloat() ? ConstValue{1.0} : ConstValue{int64_t{1}});
+  else if (rop == Op::kMax && dt.IsFloat()) identity = UOp::Const(dt, -std::numeric_limits<double>::infinity());
+  else if (rop == Op::kMax) identity = UOp::Const(dt, static_cast<int64_t>(DTypeMin(dt)));
+  else return absl::InvalidArgumentError("PadReduce: no identity for this reduce");
+  UOpRef valid = UOp::Make(Op::kValid, dtypes::kBool, {}, Arg(StArg(ShapeTracker::FromShape(full_shape_))));
+  const UOpRef& x = reduce_->src(0);
+  UOpRef red = UOp::Make(Op::kReduceAxis, dt, {Alu(Op::kWhere, {valid, x, identity})}, reduce_->arg());
+  const UOp* old_store = ast_->src(0).get();
+  UOpRef ast = Substitute(ast_, {{reduce_, red}});
+  const UOp* store = ast->src(0).get();
+  ShapeTracker store_st = sts_.at(old_store);
+  sts_.erase(old_store);
+  sts_.emplace(store, store_st);
+  sts_.emplace(valid.get(), ShapeTracker::FromShape(full_shape_));
+  for (const UOp*& m : mems_)
+    if (m == old_store) m = store;
+  mems_.push_back(valid.get());
+  keep_.push_back(valid);
+  ast_ = ast;
+  reduce_ = red.get();
+  // Full-shaped views grow along the axis (masked where they move along it);
+  // output-shaped ones have size 1 there.
+  std::vector<std::pair<int64_t, int64_t>> pads(ndim(), {0, 0});
+  pads[axis] = {0, size - full_shape_[axis]};
+  stride_cache_.clear();
+  for (auto& [u, st] : sts_) {
+    if (st.shape()[axis] != full_shape_[axis]) continue;
+    st = st.view().strides()[axis] == 0 ? st.ExtendBroadcast(axis, size) : st.Pad(pads);
+  }
+  full_shape_[axis] = size;
+  return absl::OkStatus();
+}
+
 absl::Status Kernel::ApplyOpt(const Opt& opt) {
   if (opt.op == OptOp::kLocal) return ApplyLocal(opt);
   if (opt.op == OptOp::kGroup) return ApplyGroup(opt);
@@ -341,7 +387,13 @@ void Kernel::HandCodedOptimizations() {
         else if (st[i] != 0) ok = false;
       }
       if (!contiguous || !ok) continue;
-      if (int64_t w = pick(full_shape_[i])) (void)ApplyOpt({OptOp::kUnroll, i - first_reduce_, w, true});
+      int64_t w = pick(full_shape_[i]);
+      if (!w && width >= 4 && full_shape_[i] > width) {
+        // A reduce over a length that is not a multiple of 4 (6625 classes):
+        // round it up; the extra lanes reduce the op's identity.
+        if (PadReduce(i, (full_shape_[i] + width - 1) / width * width).ok()) w = width;
+      }
+      if (w) (void)ApplyOpt({OptOp::kUnroll, i - first_reduce_, w, true});
       break;
     }
   }

@@ -89,6 +89,10 @@ class Kernel {
   // Pads global axis `axis` up to `size` (>= its size), masking the new
   // region in every view (see above).
   absl::Status PadGlobal(int axis, int64_t size);
+  // Pads reduce axis `axis` up to `size`: the reduce input becomes
+  // where(valid, x, identity of the reduce op), so the new positions do not
+  // change the result (loads there are masked).
+  absl::Status PadReduce(int axis, int64_t size);
   void HandCodedOptimizations();
   // "r_64_16_1024_4_8" style: E_ for elementwise, r_ for reduce kernels.
   std::string Name() const;
@@ -112,6 +116,7 @@ class Kernel {
   bool Strides(const UOp* mem, std::vector<int64_t>* strides) const;
 
   UOpRef ast_;
+  UOpList keep_;  // UOps made here (PadReduce's VALID) that mems_ points to
   RendererOptions opts_;
   const UOp* reduce_ = nullptr;
   std::vector<const UOp*> mems_;  // memory ops in AST order

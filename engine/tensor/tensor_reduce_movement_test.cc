@@ -91,6 +91,39 @@ TEST_P(ReduceMovementTest, ReductionsOverAxes) {
   }
 }
 
+// A contiguous reduce over a length that is not a multiple of 4 (the CPU
+// rounds it up and reduces the identity in the extra lanes): all-negative
+// rows check max's identity, products check 1, ints check the int minimum.
+TEST_P(ReduceMovementTest, OddLengthReductions) {
+  const int64_t rows = 3, n = 37;
+  std::vector<float> x(rows * n);
+  for (int64_t i = 0; i < rows * n; ++i)
+    x[i] = -1.5f - static_cast<float>((i * 7) % 11) / 4.0f + (i / n == 1 ? 3.0f : 0.0f);
+  std::vector<float> p(rows * n);
+  for (int64_t i = 0; i < rows * n; ++i) p[i] = 1.0f + static_cast<float>(i % 3) / 64.0f;
+  std::vector<int32_t> xi(rows * n);
+  for (int64_t i = 0; i < rows * n; ++i) xi[i] = -1000 - static_cast<int32_t>((i * 13) % 17);
+  std::vector<double> sum(rows, 0), mx(rows, -INFINITY), prod(rows, 1), mxi(rows, -1e9);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      sum[r] += x[r * n + c];
+      mx[r] = std::max<double>(mx[r], x[r * n + c]);
+      prod[r] *= p[r * n + c];
+      mxi[r] = std::max<double>(mxi[r], xi[r * n + c]);
+    }
+  Check((T(x, {rows, n}).Sum({1})), sum, 1e-5, 1e-5);
+  Check((T(x, {rows, n}).Max({1})), mx);
+  Check((T(p, {rows, n}).Prod({1})), prod, 1e-6, 1e-5);
+  Check((I32(xi, {rows, n}).Max({1})), mxi);
+  std::vector<double> sm(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    double z = 0;
+    for (int64_t c = 0; c < n; ++c) z += std::exp(x[r * n + c] - mx[r]);
+    for (int64_t c = 0; c < n; ++c) sm[r * n + c] = std::exp(x[r * n + c] - mx[r]) / z;
+  }
+  Check((T(x, {rows, n}).Softmax(-1)), sm, 1e-6, 1e-5);
+}
+
 TEST_P(ReduceMovementTest, MeanVarStdLogSumExp) {
   Tensor t = T({1, 2, 3, 4, 2, 2, 2, 10}, {2, 4});
   Check((t.Var({1})), {5.0 / 3, 16});
