@@ -46,6 +46,11 @@ struct RendererOptions {
   // GPU launch limits (used when gpu is true).
   int max_local_threads = 1024;   // threads per block / workgroup
   int preferred_local_threads = 256;
+  // CUDA only: plain fp16 / bf16 matmuls go to tensor cores (WMMA, see
+  // engine/codegen/matmul_match.h) on a GPU of compute capability `sm` (90
+  // for sm_90; 0 when unknown).
+  bool tensor_cores = false;
+  int sm = 0;
 };
 
 enum class OptOp { kUpcast, kUnroll, kLocal, kGroup };

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -9,7 +10,10 @@
 #include "engine/base/flags.h"
 #include "engine/base/status.h"
 #include "engine/codegen/lowerer.h"
+#include "engine/codegen/matmul_match.h"
+#include "engine/renderer/cuda_wmma.h"
 #include "engine/renderer/renderer.h"
+#include "engine/runtime/cuda_device.h"
 #include "engine/uop/buffer.h"
 
 namespace kiln {
@@ -28,6 +32,24 @@ std::vector<int64_t> ParamExtents(const UOpRef& ast, int num_bufs) {
     ext[p] = std::max(ext[p], sz);
   }
   return ext;
+}
+
+// 90 for "sm_90" / "compute_90"; 0 if the arch string has no number.
+int ComputeCapability(const std::string& arch) {
+  size_t us = arch.rfind('_');
+  if (us == std::string::npos) return 0;
+  int sm = 0;
+  for (size_t i = us + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
+    sm = sm * 10 + (arch[i] - '0');
+  return sm;
+}
+
+// The spec of a kernel that goes to tensor cores, or nullopt.
+std::optional<MatmulSpec> TensorCoreMatmul(const Kernel& k, const RendererOptions& ropts) {
+  if (!ropts.tensor_cores) return std::nullopt;
+  std::optional<MatmulSpec> mm = MatchMatmul(k);
+  if (mm && !WmmaSupported(*mm, ropts.sm)) mm.reset();
+  return mm;
 }
 
 }  // namespace
@@ -69,7 +91,7 @@ Engine::~Engine() = default;
 absl::StatusOr<Device*> Engine::GetDevice(const std::string& name) { return registry_->Get(name); }
 
 absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
-                                               const std::string& device) {
+                                               const std::string& device, int sm) {
   RendererOptions o;
   o.device = device;
   if (renderer == "c" || renderer == "bytecode") {
@@ -83,6 +105,11 @@ absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
     o.vector_bytes = 0;
     o.max_local_threads = 1024;
     o.preferred_local_threads = 256;
+    if (renderer == "cuda") {
+      // WMMA needs sm_70 (Volta); KILN_WMMA=0 keeps every kernel scalar.
+      o.sm = sm;
+      o.tensor_cores = sm >= 70 && GetEnvInt("KILN_WMMA", 1) != 0;
+    }
     return o;
   }
   return absl::UnimplementedError(absl::StrCat("no codegen for renderer '", renderer, "'"));
@@ -98,7 +125,11 @@ absl::StatusOr<std::string> RenderKernel(const std::string& renderer, const std:
 }
 
 absl::StatusOr<RendererOptions> Engine::OptionsFor(Device* device) const {
-  return CodegenOptions(device->renderer(), device->name());
+  int sm = 0;
+  // The CUDA compiler targets the card's own sm_XY (CudaDevice::Create).
+  if (const auto* cuda = dynamic_cast<const CudaCompiler*>(&device->compiler()))
+    sm = ComputeCapability(cuda->arch());
+  return CodegenOptions(device->renderer(), device->name(), sm);
 }
 
 absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {
@@ -138,15 +169,35 @@ absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKe
     if (out[i] || seen.count(asts[i].get())) continue;
     seen[asts[i].get()] = i;
     ASSIGN_OR_RETURN(Kernel k, Kernel::Create(asts[i], ropts));
-    k.HandCodedOptimizations();
-    ASSIGN_OR_RETURN(LinearProgram prog, Lower(k));
-    EstimateCosts(&prog, ParamExtents(asts[i], prog.num_bufs));
+    // A plain fp16 / bf16 matmul on a CUDA GPU with tensor cores skips the
+    // optimize / lower / render path for a WMMA kernel (engine/renderer/cuda_wmma.h).
+    std::optional<MatmulSpec> mm = TensorCoreMatmul(k, ropts);
+    LinearProgram prog;
+    if (mm) {
+      prog.name = absl::StrCat("wmma_", k.Name());
+      prog.num_bufs = mm->num_bufs;
+      prog.opts = {"WMMA"};
+    } else {
+      k.HandCodedOptimizations();
+      ASSIGN_OR_RETURN(prog, Lower(k));
+      EstimateCosts(&prog, ParamExtents(asts[i], prog.num_bufs));
+    }
     {
       absl::MutexLock l(&mu_);
       int n = names_[prog.name]++;
       if (n > 0) prog.name = absl::StrCat(prog.name, "n", n);
     }
-    ASSIGN_OR_RETURN(std::string src, RenderKernel(lang, prog.name, prog.uops));
+    std::string src;
+    if (mm) {
+      WmmaKernel w = RenderWmma(prog.name, *mm);
+      prog.global = w.global;
+      prog.local = w.local;
+      prog.flops = w.flops;
+      prog.bytes = w.bytes;
+      src = std::move(w.source);
+    } else {
+      ASSIGN_OR_RETURN(src, RenderKernel(lang, prog.name, prog.uops));
+    }
     if (Env().debug >= 4) std::fprintf(stderr, "%s\n", src.c_str());
     pending.push_back({i, std::move(prog), std::move(src)});
   }

@@ -129,9 +129,11 @@ class Engine {
 std::string DebugLine(const CompiledKernel& k, double seconds);
 
 // Codegen options for a renderer language ("c", "bytecode", "opencl",
-// "cuda"; see Device::renderer()) on the device named `device`.
+// "cuda"; see Device::renderer()) on the device named `device`. For "cuda",
+// `sm` is the GPU's compute capability (90 for sm_90): sm_70 and newer get
+// tensor cores (RendererOptions::tensor_cores) unless KILN_WMMA=0.
 absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
-                                               const std::string& device);
+                                               const std::string& device, int sm = 0);
 // Renders a lowered kernel in a renderer language.
 absl::StatusOr<std::string> RenderKernel(const std::string& renderer, const std::string& name,
                                          const UOpList& uops);

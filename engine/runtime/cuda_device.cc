@@ -1,7 +1,11 @@
 #include "engine/runtime/cuda_device.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <utility>
@@ -31,6 +35,37 @@ constexpr size_t kMaxLogChars = 6000;
 
 std::string CacheRoot(const std::string& dir) {
   return (dir.empty() ? Env().cache_dir : dir) + "/cuda";
+}
+
+// NVRTC 13 has no built-in CUDA headers, and the tensor-core matmuls
+// (engine/renderer/cuda_wmma.h) include <mma.h> / <cuda_fp16.h>, so NVRTC
+// gets the toolkit's include directory: $KILN_CUDA_INCLUDE, else include/
+// next to the lib directory NVRTC was loaded from, else the usual places.
+// Empty when none of them has mma.h (those kernels then fail to compile).
+std::string CudaIncludeDir(const cuda::NvrtcApi& nv) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("KILN_CUDA_INCLUDE"); env != nullptr && *env != '\0')
+    dirs.push_back(env);
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(nv.nvrtcVersion), &info) != 0 && info.dli_fname != nullptr) {
+    std::string lib = info.dli_fname;
+    size_t slash = lib.rfind('/');
+    if (slash != std::string::npos) dirs.push_back(lib.substr(0, slash) + "/../include");
+  }
+  dirs.push_back("/usr/local/cuda/include");
+  dirs.push_back("/usr/include");
+  for (const std::string& d : dirs)
+    if (access((d + "/mma.h").c_str(), R_OK) == 0) return d;
+  return "";
+}
+
+// NVRTC's option for CudaIncludeDir ("" when there is none), found once.
+const std::string& IncludeFlag(const cuda::NvrtcApi& nv) {
+  static const std::string* flag = new std::string([&nv] {
+    std::string dir = CudaIncludeDir(nv);
+    return dir.empty() ? dir : "--include-path=" + dir;
+  }());
+  return *flag;
 }
 
 }  // namespace
@@ -72,8 +107,9 @@ absl::StatusOr<std::string> CudaCompiler::Compile(const std::string& source) {
       nv->nvrtcCreateProgram(&prog, source.c_str(), "kiln.cu", 0, nullptr, nullptr);
   if (r != 0)
     return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nv->nvrtcGetErrorString(r)));
-  const char* opts[] = {arch_flag.c_str(), "--std=c++17"};
-  r = nv->nvrtcCompileProgram(prog, 2, opts);
+  std::vector<const char*> opts = {arch_flag.c_str(), "--std=c++17"};
+  if (!IncludeFlag(*nv).empty()) opts.push_back(IncludeFlag(*nv).c_str());
+  r = nv->nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   if (r != 0) {
     size_t n = 0;
     nv->nvrtcGetProgramLogSize(prog, &n);
