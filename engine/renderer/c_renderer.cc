@@ -375,6 +375,16 @@ class CRenderer {
     return absl::StrCat(name, "(", x, ")");
   }
 
+  // Start of an `if` that holds when every lane of bool vector `g` (0 / 1
+  // lanes) is set: the common case of a masked tail or border, taken as a
+  // plain vector access (a predictable branch beats a masked move + blend).
+  static std::string AllLanes(int lanes) {
+    const char* ut = lanes == 8 ? "unsigned long long" : "unsigned int";
+    const char* ones = lanes == 8 ? "0x0101010101010101ull" : "0x01010101u";
+    return absl::StrCat("  ", ut, " all_; __builtin_memcpy(&all_, &g, sizeof(all_));\n",
+                        "  if (all_ == ", ones, ")\n");
+  }
+
   // A vector load with a gate per lane: lane i reads buf[idx+i] only where
   // the gate is set, else it takes the alternative's lane.
   std::string MaskedLoad(const UOp& x) {
@@ -387,6 +397,7 @@ class CRenderer {
       const char* b = t.count == 8 ? "__builtin_ia32_maskloadps256" : "__builtin_ia32_maskloadps";
       AddHelper(name, absl::StrCat(
           "static inline ", ty, " ", name, "(const void* p, ", gt, " g, ", ty, " alt) {\n",
+          AllLanes(t.count), "    return *(const ", UnalignedPtr(t), "*)p;\n",
           "  ", mt, " m = -__builtin_convertvector(g, ", mt, ");\n",
           "#if defined(__AVX__)\n",
           "  ", ty, " v = (", ty, ")", b, "((const ", ft, "*)p, m);\n",
@@ -415,6 +426,7 @@ class CRenderer {
       const char* b = t.count == 8 ? "__builtin_ia32_maskstoreps256" : "__builtin_ia32_maskstoreps";
       AddHelper(name, absl::StrCat(
           "static inline void ", name, "(void* p, ", gt, " g, ", ty, " v) {\n",
+          AllLanes(t.count), "    { *(", UnalignedPtr(t), "*)p = v; return; }\n",
           "#if defined(__AVX__)\n",
           "  ", b, "((", ft, "*)p, -__builtin_convertvector(g, ", mt, "), (", ft, ")v);\n",
           "#else\n",

@@ -5,6 +5,9 @@ typedef unsigned char kbx8 __attribute__((ext_vector_type(8)));
 #ifndef KILN_H_kiln_mload_kf32x8
 #define KILN_H_kiln_mload_kf32x8
 static inline kf32x8 kiln_mload_kf32x8(const void* p, kbx8 g, kf32x8 alt) {
+  unsigned long long all_; __builtin_memcpy(&all_, &g, sizeof(all_));
+  if (all_ == 0x0101010101010101ull)
+    return *(const kf32x8u*)p;
   ki32x8 m = -__builtin_convertvector(g, ki32x8);
 #if defined(__AVX__)
   kf32x8 v = (kf32x8)__builtin_ia32_maskloadps256((const kf32x8*)p, m);
@@ -18,6 +21,9 @@ static inline kf32x8 kiln_mload_kf32x8(const void* p, kbx8 g, kf32x8 alt) {
 #ifndef KILN_H_kiln_mstore_kf32x8
 #define KILN_H_kiln_mstore_kf32x8
 static inline void kiln_mstore_kf32x8(void* p, kbx8 g, kf32x8 v) {
+  unsigned long long all_; __builtin_memcpy(&all_, &g, sizeof(all_));
+  if (all_ == 0x0101010101010101ull)
+    { *(kf32x8u*)p = v; return; }
 #if defined(__AVX__)
   __builtin_ia32_maskstoreps256((kf32x8*)p, -__builtin_convertvector(g, ki32x8), (kf32x8)v);
 #else
