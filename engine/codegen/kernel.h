@@ -21,6 +21,10 @@
 // padded region is masked in every view, so its loads and stores are gated).
 // Hand-coded heuristics pick them (HandCodedOptimizations; the GPU ones when
 // RendererOptions::gpu); NOOPT=1 disables them.
+// On GPUs the heuristics may also stage matmul operands in local memory: per
+// iteration of one reduce loop (stage_axis()), the threads of a block copy
+// the slice of the operands they share into local memory, and the reduce
+// reads it from there (see engine/codegen/lowerer_local.h).
 // Not thread-safe (one Kernel per compile).
 #ifndef KILN_ENGINE_CODEGEN_KERNEL_H_
 #define KILN_ENGINE_CODEGEN_KERNEL_H_
@@ -51,7 +55,11 @@ struct RendererOptions {
   // for sm_90; 0 when unknown).
   bool tensor_cores = false;
   int sm = 0;
+  // GPU: stage matmul-like operands in local memory (shared-memory tiling,
+  // engine/codegen/lowerer_local.h). KILN_LOCAL_STAGE=0 also turns it off.
+  bool local_staging = true;
 };
+
 
 enum class OptOp { kUpcast, kUnroll, kLocal, kGroup };
 
@@ -87,6 +95,10 @@ class Kernel {
   const UOp* reduce() const { return reduce_; }
   const std::vector<Opt>& applied() const { return applied_; }
   const RendererOptions& options() const { return opts_; }
+  // The reduce loop per iteration of which the operands are staged in local
+  // memory (GPU only), or -1. Chosen last by the heuristics: an opt applied
+  // afterwards would move the axis.
+  int stage_axis() const { return stage_axis_; }
   // The view of a memory op (LOAD / STORE / VALID) in the current axes.
   const ShapeTracker& StOf(const UOp* mem) const { return sts_.at(mem); }
 
@@ -113,6 +125,7 @@ class Kernel {
   absl::Status ApplyGroup(const Opt& opt);
   int64_t BlockThreads() const;  // product of the local and group axes
   void GpuOptimizations();  // kernel_gpu.cc
+  void StageOperands();     // kernel_gpu.cc: sets stage_axis_
   void MergeAdjacent();
   void DropUnitAxes();
   // How a memory op's index moves along each axis (kNotAffine where it is
@@ -134,6 +147,7 @@ class Kernel {
   int local_dims_ = 0;
   int group_dims_ = 0;
   int vector_axis_ = -1;
+  int stage_axis_ = -1;
   std::vector<Opt> applied_;
 };
 

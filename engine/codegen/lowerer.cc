@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/codegen/lowerer_local.h"
 #include "engine/uop/symbolic.h"
 
 namespace kiln {
@@ -147,6 +148,8 @@ class Lowerer {
     LinearProgram p;
     p.name = k_.Name();
     for (const Opt& o : k_.applied()) p.opts.push_back(o.ToString());
+    stager_ = LocalStager::Create(k_);  // GPU operands staged in local memory, or nullptr
+    if (stager_) p.opts.push_back(stager_->Describe());
     // Global loops; the first real one runs split across threads. On GPUs
     // global and local axes are grid / block indices instead.
     int range_id = 0;
@@ -185,7 +188,7 @@ class Lowerer {
         em_.Emit(acc[g], true);
         cur[g] = acc[g];
       }
-      int reduce_loops = 0;
+      int reduce_loops = 0, stage_loops = -1;
       for (int a = fr + k_.group_dims(); a < fu; ++a) {
         int64_t s = k_.full_shape()[a];
         if (s == 1) {
@@ -197,6 +200,10 @@ class Lowerer {
         idx_[a] = r;
         em_.OpenLoop(r);
         ++reduce_loops;
+        if (stager_ && a == stager_->axis()) {  // this slice into local memory
+          for (const UOpRef& u : stager_->Copy(idx_)) em_.Emit(u, true);
+          stage_loops = reduce_loops;
+        }
       }
       for (size_t g = 0; g < gcombos.size(); ++g) {
         for (const auto& rc : rcombos) {
@@ -216,7 +223,11 @@ class Lowerer {
           em_.Emit(cur[g], true);
         }
       }
-      for (int i = 0; i < reduce_loops; ++i) em_.CloseLoop();
+      for (int open = reduce_loops; open > 0; --open) {
+        // The slice's last reads of local memory come before the next copy.
+        if (open == stage_loops) em_.Emit(stager_->EndBarrier(cur), true);
+        em_.CloseLoop();
+      }
       for (size_t g = 0; g < gcombos.size(); ++g) {
         UOpRef res = acc[g];
         if (vec_is_reduce) {  // horizontal reduce of the vector lanes
@@ -391,6 +402,10 @@ class Lowerer {
 
   UOpRef LowerLoad(const UOp* n, int64_t w) {
     const ShapeTracker& st = k_.StOf(n);
+    if (UOpRef l = stager_ ? stager_->Load(n, Idxs(st.shape(), w)) : nullptr) {
+      em_.Emit(l, true);  // pinned: after the slice's barrier
+      return l;
+    }
     auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
     const UOpRef& buf = n->src(0);
     DType dt = n->dtype();
@@ -602,6 +617,7 @@ class Lowerer {
 
   const Kernel& k_;
   Emitter em_;
+  std::unique_ptr<LocalStager> stager_;
   int vx_ = -1;
   int64_t w_ = 1, w_post_ = 1;
   UOpRef lane_;
