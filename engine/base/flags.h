@@ -1,7 +1,8 @@
 // Environment flags, read once per process into an immutable snapshot.
 //   DEBUG=1..5   engine debug output (2: one line per kernel, 4: kernel source)
 //   NOOPT=1      disable kernel optimizations (plain loops)
-//   BEAM=N       beam-search width for kernel optimization (0: heuristics)
+//   BEAM=N       rounds of timed search over the CPU heuristics' choices per
+//                reduce kernel (0: the heuristics alone; engine/realize/beam.h)
 //   KILN_CACHE_DIR   on-disk cache of compiled kernels (default ~/.cache/kiln)
 //   KILN_THREADS     CPU worker threads (default: all cores)
 #ifndef KILN_ENGINE_BASE_FLAGS_H_

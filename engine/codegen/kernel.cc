@@ -1,6 +1,7 @@
 #include "engine/codegen/kernel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -317,7 +318,23 @@ absl::Status Kernel::ApplyGroup(const Opt& opt) {
   return absl::OkStatus();
 }
 
-void Kernel::HandCodedOptimizations() {
+std::string HeuristicKnobs::ToString() const {
+  return absl::StrCat("reuse_first=", reuse_first, " reuse_axes=", reuse_axes,
+                      " two_vectors=", two_vectors, " unroll=", unroll, " reorder=", reorder);
+}
+
+std::optional<HeuristicKnobs> HeuristicKnobs::Parse(const std::string& s) {
+  HeuristicKnobs k;
+  int two = 1, re = 1;
+  if (std::sscanf(s.c_str(), "reuse_first=%d reuse_axes=%d two_vectors=%d unroll=%d reorder=%d",
+                  &k.reuse_first, &k.reuse_axes, &two, &k.unroll, &re) != 5)
+    return std::nullopt;
+  k.two_vectors = two != 0;
+  k.reorder = re != 0;
+  return k;
+}
+
+void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
   if (Env().noopt || ndim() == 0) return;
   if (opts_.gpu) {
     GpuOptimizations();
@@ -407,7 +424,8 @@ void Kernel::HandCodedOptimizations() {
     }
     return false;
   };
-  if (vec_axis >= 0 && broadcast_along(vec_axis) && full_shape_[vec_axis] % 2 == 0)
+  if (knobs.two_vectors && vec_axis >= 0 && broadcast_along(vec_axis) &&
+      full_shape_[vec_axis] % 2 == 0)
     (void)ApplyOpt({OptOp::kUpcast, vec_axis, 2});
   // Prefer axes along which a vector load is broadcast (a convolution's
   // input along its output channels): each such load then feeds several
@@ -427,10 +445,12 @@ void Kernel::HandCodedOptimizations() {
     if (i != vec_axis && reuse_score(i) > 0) reuse_axes.push_back(i);
   std::stable_sort(reuse_axes.begin(), reuse_axes.end(),
                    [&](int a, int b) { return reuse_score(a) > reuse_score(b); });
-  int reuse_upcasts = vec_axis >= 0 ? 1 : 2;
+  int reuse_upcasts = knobs.reuse_axes >= 0 ? knobs.reuse_axes : vec_axis >= 0 ? 1 : 2;
+  std::vector<int64_t> amounts = {4, 3, 5, 2};
+  if (knobs.reuse_first > 0) amounts.insert(amounts.begin(), knobs.reuse_first);
   for (int i : reuse_axes) {
     if (reuse_upcasts == 0) break;
-    for (int64_t amt : {4, 3, 5, 2}) {
+    for (int64_t amt : amounts) {
       if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) {
         --reuse_upcasts;
         break;
@@ -439,9 +459,9 @@ void Kernel::HandCodedOptimizations() {
   }
   // 4. Unroll the innermost reduce loop a little.
   int last_reduce = first_upcast() - 1;
-  if (last_reduce >= first_reduce_ && full_shape_[last_reduce] >= 16 &&
-      full_shape_[last_reduce] % 4 == 0)
-    (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, 4});
+  if (knobs.unroll > 1 && last_reduce >= first_reduce_ &&
+      full_shape_[last_reduce] >= 4 * knobs.unroll && full_shape_[last_reduce] % knobs.unroll == 0)
+    (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, knobs.unroll});
   // 5. Loop order with register tiles. A tile column of the reused input
   //    stays in cache while the axes that reuse it (score 2: a vector
   //    operand broadcast along them, e.g. a convolution's output channels)
@@ -463,7 +483,7 @@ void Kernel::HandCodedOptimizations() {
                      [&](int a, int b) { return tile[a] > tile[b]; });
     bool identity = true;
     for (int i = 0; i < ndim(); ++i) identity &= order[i] == i;
-    if (reuse && !identity) PermuteAll(order);
+    if (knobs.reorder && reuse && !identity) PermuteAll(order);
   }
 }
 

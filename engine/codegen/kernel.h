@@ -60,6 +60,18 @@ struct RendererOptions {
   bool local_staging = true;
 };
 
+// The choices inside the CPU heuristics that BEAM search varies (the
+// defaults are the hand-coded ones).
+struct HeuristicKnobs {
+  int reuse_first = 0;      // register-tile amount tried first (0: 4, 3, 5, 2)
+  int reuse_axes = -1;      // axes register-tiled (-1: 1 with a vector axis, else 2)
+  bool two_vectors = true;  // two vectors per tile row when the vector axis allows
+  int unroll = 4;           // inner reduce loop unroll (<= 1: none)
+  bool reorder = true;      // sort loops by tile size (step 5)
+  std::string ToString() const;
+  static std::optional<HeuristicKnobs> Parse(const std::string& s);
+  bool operator==(const HeuristicKnobs& o) const { return ToString() == o.ToString(); }
+};
 
 enum class OptOp { kUpcast, kUnroll, kLocal, kGroup };
 
@@ -110,7 +122,7 @@ class Kernel {
   // where(valid, x, identity of the reduce op), so the new positions do not
   // change the result (loads there are masked).
   absl::Status PadReduce(int axis, int64_t size);
-  void HandCodedOptimizations();
+  void HandCodedOptimizations(const HeuristicKnobs& knobs = {});
   // "r_64_16_1024_4_8" style: E_ for elementwise, r_ for reduce kernels.
   std::string Name() const;
 

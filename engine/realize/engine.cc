@@ -11,6 +11,7 @@
 #include "engine/base/status.h"
 #include "engine/codegen/lowerer.h"
 #include "engine/codegen/matmul_match.h"
+#include "engine/realize/beam.h"
 #include "engine/renderer/cuda_wmma.h"
 #include "engine/renderer/renderer.h"
 #include "engine/runtime/cuda_device.h"
@@ -32,6 +33,14 @@ std::vector<int64_t> ParamExtents(const UOpRef& ast, int num_bufs) {
     ext[p] = std::max(ext[p], sz);
   }
   return ext;
+}
+
+// The highest buffer parameter number of a kernel AST.
+int MaxParam(const UOpRef& ast) {
+  int p = 0;
+  for (const UOp* u : Toposort(ast))
+    if (u->op() == Op::kDefineGlobal) p = std::max(p, static_cast<int>(u->arg().Int()));
+  return p;
 }
 
 // 90 for "sm_90" / "compute_90"; 0 if the arch string has no number.
@@ -178,7 +187,19 @@ absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKe
       prog.num_bufs = mm->num_bufs;
       prog.opts = {"WMMA"};
     } else {
-      k.HandCodedOptimizations();
+      HeuristicKnobs knobs;
+      if (Env().beam > 0 && lang == "c" && k.reduce() != nullptr) {
+        // BEAM=N: time variants of the heuristics' choices (engine/realize/beam.h).
+        ASSIGN_OR_RETURN(BeamResult b, BeamSearch(asts[i], ropts, device,
+                                                  ParamExtents(asts[i], MaxParam(asts[i]) + 1),
+                                                  Env().beam));
+        knobs = b.knobs;
+        if (Env().debug >= 1 && !b.cached)
+          std::fprintf(stderr, "beam %s: %d variants, %.1f us -> %.1f us (%s)\n", k.Name().c_str(),
+                       b.variants, b.default_seconds * 1e6, b.best_seconds * 1e6,
+                       b.knobs.ToString().c_str());
+      }
+      k.HandCodedOptimizations(knobs);
       ASSIGN_OR_RETURN(prog, Lower(k));
       EstimateCosts(&prog, ParamExtents(asts[i], prog.num_bufs));
     }
