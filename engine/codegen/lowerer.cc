@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/codegen/lanes.h"
 #include "engine/codegen/lowerer_local.h"
 #include "engine/uop/symbolic.h"
 
@@ -97,22 +98,6 @@ class Emitter {
   UOpList keep_;
 };
 
-bool Contains(const UOpRef& expr, const UOp* v) {
-  for (const UOp* u : Toposort(expr))
-    if (u == v) return true;
-  return false;
-}
-
-UOpRef Broadcast(const UOpRef& x, int64_t w) {
-  if (w == 1) return x;
-  return UOp::Make(Op::kVectorize, x->dtype().Vec(static_cast<int>(w)), UOpList(w, x));
-}
-
-UOpRef ConstOf(DType dt, double v) {
-  if (dt.IsFloat()) return UOp::Const(dt.Scalar(), v);
-  return UOp::Const(dt.Scalar(), static_cast<int64_t>(v));
-}
-
 UOpRef Identity(Op op, DType dt) {
   switch (op) {
     case Op::kAdd: return ConstOf(dt, 0);
@@ -137,6 +122,7 @@ class Lowerer {
     vx_ = k_.vector_axis();
     w_ = k_.vector_width();
     lane_ = UOp::Variable("lane", 0, std::max<int64_t>(w_ - 1, 0));
+    lanes_ = Lanes(lane_);
     idx_.assign(n, nullptr);
     for (int a = fu; a < n; ++a) {
       if (a == vx_) continue;
@@ -390,16 +376,6 @@ class Lowerer {
     return idxs;
   }
 
-  UOpRef AtLane(const UOpRef& e, int64_t l) {
-    return Simplify(Substitute(e, {{lane_.get(), UOp::ConstInt(l)}}));
-  }
-
-  UOpRef ScalarLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOpRef& valid) {
-    if (valid->IsConstInt(0)) return ConstOf(dt, 0);
-    if (valid->IsConstInt(1)) return UOp::Make(Op::kLoad, dt, {buf, idx});
-    return UOp::Make(Op::kLoad, dt, {buf, idx, valid, ConstOf(dt, 0)});
-  }
-
   UOpRef LowerLoad(const UOp* n, int64_t w) {
     const ShapeTracker& st = k_.StOf(n);
     if (UOpRef l = stager_ ? stager_->Load(n, Idxs(st.shape(), w)) : nullptr) {
@@ -407,153 +383,14 @@ class Lowerer {
       return l;
     }
     auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
-    const UOpRef& buf = n->src(0);
-    DType dt = n->dtype();
-    if (w == 1 || (!Contains(idx, lane_.get()) && !Contains(valid, lane_.get())))
-      return Broadcast(ScalarLoad(buf, dt, idx, valid), w);
-    UOpRef idx0 = AtLane(idx, 0);
-    if (Simplify(idx - idx0) == lane_) {  // consecutive lanes: one vector load
-      DType vt = dt.Vec(static_cast<int>(w));
-      if (!Contains(valid, lane_.get())) {
-        if (valid->IsConstInt(0)) return Broadcast(ConstOf(dt, 0), w);
-        if (valid->IsConstInt(1)) return UOp::Make(Op::kLoad, vt, {buf, idx0});
-        return UOp::Make(Op::kLoad, vt, {buf, idx0, valid, Broadcast(ConstOf(dt, 0), w)});
-      }
-      // A gate per lane (a padded or masked tail): lanes whose gate is false
-      // are not read (a masked vector load).
-      return UOp::Make(Op::kLoad, vt, {buf, SafeIndex(valid, idx0), LaneVector(valid, w),
-                                       Broadcast(ConstOf(dt, 0), w)});
-    }
-    if (UOpRef v = SpanLoad(buf, dt, idx, valid, idx0, w)) return v;
-    UOpList lanes;
-    for (int64_t l = 0; l < w; ++l)
-      lanes.push_back(ScalarLoad(buf, dt, AtLane(idx, l), AtLane(valid, l)));
-    return UOp::Make(Op::kVectorize, dt.Vec(static_cast<int>(w)), lanes);
-  }
-
-  // The address of a masked vector load: where the lane-independent part of
-  // the gate is false (a concat input outside its channels) every lane is
-  // off and the address may be far outside the buffer; a masked load there
-  // still costs a fault-suppression assist on some CPUs (hundreds of cycles).
-  // Such loads use index 0 instead.
-  UOpRef SafeIndex(const UOpRef& valid, const UOpRef& idx) {
-    UOpRef uniform;
-    std::vector<UOpRef> stack = {valid};
-    while (!stack.empty()) {
-      UOpRef g = stack.back();
-      stack.pop_back();
-      if (g->op() == Op::kAnd) {
-        stack.push_back(g->src(0));
-        stack.push_back(g->src(1));
-      } else if (!Contains(g, lane_.get())) {
-        uniform = uniform ? LogicalAnd(uniform, g) : g;
-      }
-    }
-    if (!uniform || uniform->IsConstInt(1)) return idx;
-    return UOp::Make(Op::kWhere, idx->dtype(), {Simplify(uniform), idx, UOp::ConstInt(0, idx->dtype())});
-  }
-
-  // Whether element `e` of a span is read: some lane that uses it is valid.
-  UOpRef ElementGate(const UOpRef& valid, const std::vector<int64_t>& off, int64_t e) {
-    std::vector<UOpRef> seen;
-    UOpRef g;
-    for (size_t l = 0; l < off.size(); ++l) {
-      if (off[l] != e) continue;
-      UOpRef v = AtLane(valid, static_cast<int64_t>(l));
-      if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
-      seen.push_back(v);
-      g = g ? LogicalOr(g, v) : v;
-    }
-    return g ? Simplify(g) : UOp::Const(dtypes::kBool, int64_t{0});
-  }
-
-  // Lanes at constant offsets from lane 0 that fall into at most two
-  // windows of w elements (a nearest upsample repeats elements, a stride-2
-  // window skips every other one, an interleave of two planes alternates
-  // between them): one vector load per window, each element read only if a
-  // lane that uses it is valid, then a shuffle. nullptr if not that shape.
-  UOpRef SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOpRef& valid,
-                  const UOpRef& idx0, int64_t w) {
-    std::vector<int64_t> off(w);
-    for (int64_t l = 0; l < w; ++l) {
-      UOpRef d = Simplify(AtLane(idx, l) - idx0);
-      if (!d->IsConst()) return nullptr;
-      off[l] = std::get<int64_t>(d->const_value());
-    }
-    const int64_t lo = *std::min_element(off.begin(), off.end());
-    for (int64_t& o : off) o -= lo;  // offsets from the lowest element
-    const UOpRef base = Simplify(idx0 + lo);
-    const int64_t span = *std::max_element(off.begin(), off.end()) + 1;
-    const DType vt = dt.Vec(static_cast<int>(w));
-    const UOpRef zero = Broadcast(ConstOf(dt, 0), w);
-    const bool uniform = !Contains(valid, lane_.get());
-    auto lane_gated = [&](UOpRef r) {
-      // A lane whose own gate is false reads 0 even where its element was
-      // loaded for another lane.
-      return uniform ? r : UOp::Make(Op::kWhere, vt, {LaneVector(valid, w), r, zero});
-    };
-    if (span == 1) {  // one element for every lane: a scalar load
-      return lane_gated(Broadcast(ScalarLoad(buf, dt, base, ElementGate(valid, off, 0)), w));
-    }
-    // Windows: [start, start + w) with `last` the highest element used in it.
-    std::vector<int64_t> sorted = off;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<std::pair<int64_t, int64_t>> win;  // (start, last)
-    for (int64_t o : sorted) {
-      if (win.empty() || o - win.back().first >= w) win.push_back({o, o});
-      else win.back().second = o;
-    }
-    if (win.size() > 2) return nullptr;
-    // With one gate for all lanes, every element between the lowest and the
-    // highest is in bounds when that gate is set: a span of w..2w is covered
-    // by two unmasked loads, the second moved back to end at the span's end.
-    if (uniform && win.size() == 2 && span <= 2 * w) win = {{0, w - 1}, {span - w, span - 1}};
-    UOpList parts;
-    for (const auto& [start, last] : win) {
-      UOpList gates;
-      bool all = true, same = true;
-      for (int64_t e = start; e < start + w; ++e)
-        gates.push_back(uniform ? (e <= last ? valid : UOp::Const(dtypes::kBool, int64_t{0}))
-                                : ElementGate(valid, off, e));
-      for (const UOpRef& g : gates) all &= g->IsConstInt(1), same &= g == gates[0];
-      UOpRef at = Simplify(base + start);
-      if (all) {
-        parts.push_back(UOp::Make(Op::kLoad, vt, {buf, at}));
-      } else if (same) {  // one gate for the whole vector
-        parts.push_back(UOp::Make(Op::kLoad, vt, {buf, at, gates[0], zero}));
-      } else {
-        UOpRef gv = UOp::Make(Op::kVectorize, dtypes::kBool.Vec(static_cast<int>(w)), gates);
-        parts.push_back(UOp::Make(Op::kLoad, vt, {buf, SafeIndex(valid, at), gv, zero}));
-      }
-    }
-    UOpList lanes;
-    for (int64_t l = 0; l < w; ++l) {
-      size_t j = win.size() - 1;
-      while (off[l] < win[j].first) --j;
-      lanes.push_back(UOp::Make(Op::kGep, dt, {parts[j]}, Arg(off[l] - win[j].first)));
-    }
-    return lane_gated(UOp::Make(Op::kVectorize, vt, lanes));
-  }
-
-  // `e` (an index or gate expression of lane_) for all w lanes at once: the
-  // lane becomes the vector (0, 1, ..., w-1) and the ops on it vector ops.
-  UOpRef LaneVector(const UOpRef& e, int64_t w) {
-    if (!Contains(e, lane_.get())) return Broadcast(e, w);
-    if (e == lane_) {
-      UOpList lanes;
-      for (int64_t l = 0; l < w; ++l) lanes.push_back(UOp::ConstInt(l, e->dtype()));
-      return UOp::Make(Op::kVectorize, e->dtype().Vec(static_cast<int>(w)), lanes);
-    }
-    UOpList src;
-    for (const UOpRef& s : e->src()) src.push_back(LaneVector(s, w));
-    return UOp::Make(e->op(), e->dtype().Vec(static_cast<int>(w)), src, e->arg());
+    return lanes_.Load(n->src(0), n->dtype(), idx, valid, w);
   }
 
   UOpRef LowerValid(const UOp* n, int64_t w) {
     const ShapeTracker& st = k_.StOf(n);
     auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
     if (w == 1 || !Contains(valid, lane_.get())) return Broadcast(valid, w);
-    return LaneVector(valid, w);
+    return lanes_.Vector(valid, w);
   }
 
   absl::StatusOr<UOpRef> LowerNode(const UOpRef& n, int64_t w) {
@@ -604,14 +441,14 @@ class Lowerer {
       store_op(idx, value, valid);
       return absl::OkStatus();
     }
-    UOpRef idx0 = AtLane(idx, 0);
+    UOpRef idx0 = lanes_.At(idx, 0);
     if (Simplify(idx - idx0) == lane_) {  // one vector store, masked if the gate varies by lane
-      store_op(idx0, value, Contains(valid, lane_.get()) ? LaneVector(valid, w_post_) : valid);
+      store_op(idx0, value, Contains(valid, lane_.get()) ? lanes_.Vector(valid, w_post_) : valid);
       return absl::OkStatus();
     }
     DType sdt = value->dtype().Scalar();
     for (int64_t l = 0; l < w_post_; ++l)
-      store_op(AtLane(idx, l), UOp::Make(Op::kGep, sdt, {value}, Arg(l)), AtLane(valid, l));
+      store_op(lanes_.At(idx, l), UOp::Make(Op::kGep, sdt, {value}, Arg(l)), lanes_.At(valid, l));
     return absl::OkStatus();
   }
 
@@ -621,6 +458,7 @@ class Lowerer {
   int vx_ = -1;
   int64_t w_ = 1, w_post_ = 1;
   UOpRef lane_;
+  Lanes lanes_{nullptr};
   UOpList idx_;
   std::vector<int> g_axes_, r_axes_;
   std::map<int, int64_t> combo_;
