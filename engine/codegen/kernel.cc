@@ -196,17 +196,22 @@ absl::Status Kernel::PadGlobal(int axis, int64_t size) {
   if (size < full_shape_[axis])
     return absl::InvalidArgumentError(absl::StrCat("PadGlobal: ", size, " < ", full_shape_[axis]));
   if (size == full_shape_[axis]) return absl::OkStatus();
+  GrowAxis(axis, size);
+  return absl::OkStatus();
+}
+
+void Kernel::GrowAxis(int axis, int64_t size) {
   std::vector<std::pair<int64_t, int64_t>> pads(ndim(), {0, 0});
   pads[axis] = {0, size - full_shape_[axis]};
   stride_cache_.clear();
   for (auto& [u, st] : sts_) {
+    if (st.shape()[axis] != full_shape_[axis]) continue;  // output-shaped: size 1 there
     // A view that does not move along the axis (a broadcast operand) reads
     // the same in-bounds element in the new region: no mask is needed there,
     // and its loads stay plain broadcasts.
     st = st.view().strides()[axis] == 0 ? st.ExtendBroadcast(axis, size) : st.Pad(pads);
   }
   full_shape_[axis] = size;
-  return absl::OkStatus();
 }
 
 absl::Status Kernel::PadReduce(int axis, int64_t size) {
@@ -241,16 +246,7 @@ absl::Status Kernel::PadReduce(int axis, int64_t size) {
   keep_.push_back(valid);
   ast_ = ast;
   reduce_ = red.get();
-  // Full-shaped views grow along the axis (masked where they move along it);
-  // output-shaped ones have size 1 there.
-  std::vector<std::pair<int64_t, int64_t>> pads(ndim(), {0, 0});
-  pads[axis] = {0, size - full_shape_[axis]};
-  stride_cache_.clear();
-  for (auto& [u, st] : sts_) {
-    if (st.shape()[axis] != full_shape_[axis]) continue;
-    st = st.view().strides()[axis] == 0 ? st.ExtendBroadcast(axis, size) : st.Pad(pads);
-  }
-  full_shape_[axis] = size;
+  GrowAxis(axis, size);
   return absl::OkStatus();
 }
 

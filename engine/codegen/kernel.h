@@ -130,7 +130,9 @@ class Kernel {
   Kernel() = default;
   void ReshapeAll(const std::vector<Shape>& new_full_and_out);  // helper
   void PermuteAll(const std::vector<int>& order);
-  void SplitAll(int axis, int64_t amount);  // axis -> (s/amount, amount) at the end
+  void SplitAll(int axis, int64_t amount);
+  // Grows `axis` to `size` in every full-shaped view (PadGlobal, PadReduce).
+  void GrowAxis(int axis, int64_t size);  // axis -> (s/amount, amount) at the end
   // axis -> (s/amount, amount), the amount part moved to position `dest`.
   void SplitTo(int axis, int64_t amount, int dest);
   absl::Status ApplyLocal(const Opt& opt);

@@ -203,7 +203,8 @@ class RealizePlanner {
   std::unordered_map<const UOp*, std::set<const UOp*>> local_;
 
  public:
-  const std::unordered_map<const UOp*, int>& users() const { return users_; }
+  // The padding views of the CONTIGUOUS copies that IsPadFused accepted.
+  const std::unordered_set<const UOp*>& pad_views() const { return pad_views_; }
 };
 
 // ---------------- kernel ASTs ----------------
@@ -456,7 +457,8 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
     if (!buffer_of.count(u)) continue;
     if (Prod(shapes.Of(u->ref())) == 0) continue;  // empty: nothing to compute
     KernelBuilder kb(u, realized, buffer_of, &shapes);
-    if (IsPadFused(*u, planner.users(), &shapes) && !realized.count(u->src(0)->src(0).get())) {
+    if (u->op() == Op::kContiguous && planner.pad_views().count(u->src(0).get()) &&
+        !realized.count(u->src(0)->src(0).get())) {
       const Shape& full = shapes.Of(u->ref());
       Pads pads = *PlainPad(*u->src(0), &shapes);
       for (ScheduleItem& fill : BorderFills(buffer_of.at(u), u->dtype(), full, pads))
