@@ -4,9 +4,12 @@
 // To update the golden files after an intended codegen change:
 //   bazel run //engine/codegen:codegen_test -- --update_golden
 #include <cstdlib>
+#include <functional>
+#include <tuple>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "engine/codegen/kernel.h"
 #include "engine/codegen/lowerer.h"
 #include "engine/renderer/renderer.h"
@@ -157,6 +160,73 @@ TEST_F(CodegenTest, NoOptGivesSameResultsAsOptimized) {
     std::vector<double> got = Values((a.Matmul(b) + 1.0).Relu().Sum({0}));
     if (ref.empty()) ref = got;
     ExpectNear(got, ref);
+  }
+}
+
+// The heuristics' opts of the one reduce kernel of `t`'s schedule.
+std::vector<Opt> ReduceOpts(const Tensor& t) {
+  Schedule s = Sched({t});
+  for (const ScheduleItem& item : s.items) {
+    auto k = Kernel::Create(item.ast, RendererOptions{});
+    EXPECT_TRUE(k.ok()) << k.status();
+    if (!k.ok() || k->reduce() == nullptr) continue;
+    k->HandCodedOptimizations();
+    return k->applied();
+  }
+  ADD_FAILURE() << "no reduce kernel";
+  return {};
+}
+
+bool Has(const std::vector<Opt>& opts, OptOp op, int64_t amount) {
+  for (const Opt& o : opts)
+    if (o.op == op && o.amount == amount) return true;
+  return false;
+}
+
+// CPU (optimized) against the interpreter (the definition of the ops).
+void ExpectCpuMatchesInterp(const std::function<Tensor(const std::string&)>& build) {
+  ExpectNear(Values(build("CPU")), Values(build("INTERP")), 1e-4, 1e-4);
+}
+
+TEST_F(CodegenTest, WideMatmulTilesMatchInterpreter) {
+  // A vector operand reused along the rows: 6x2 tiles (12 accumulators).
+  EXPECT_TRUE(Has(ReduceOpts(A({12, 40}).Matmul(A({40, 32}))), OptOp::kUpcast, 6));
+  // 10 rows: 5x2; 200 columns round up to 208 (two vectors per tile row).
+  std::vector<Opt> opts = ReduceOpts(A({10, 24}).Matmul(A({24, 200})));
+  EXPECT_TRUE(Has(opts, OptOp::kUpcast, 5));
+  EXPECT_TRUE(Has(opts, OptOp::kUpcast, 2));
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{12, 40, 32}, {10, 24, 200},
+                         {18, 7, 100}, {30, 17, 6625 / 25}}) {
+    SCOPED_TRACE(absl::StrCat(m, "x", k, "x", n));
+    ExpectCpuMatchesInterp([&](const std::string& dev) {
+      Tensor a = Tensor::Randn(e, {m, k}, 1, dtypes::kFloat32, dev);
+      Tensor b = Tensor::Randn(e, {k, n}, 2, dtypes::kFloat32, dev);
+      return (a.Matmul(b) + 1.0).Relu();
+    });
+  }
+}
+
+TEST_F(CodegenTest, SlidingWindowUnrollMatchesInterpreter) {
+  // Depthwise convolutions: rows of a register tile share input rows, so
+  // the window-row axis is unrolled (and its loads deduplicated).
+  struct Case {
+    int64_t c, h, w, k, stride;
+  };
+  for (const Case& c : {Case{6, 12, 20, 5, 1}, Case{4, 8, 16, 3, 1}, Case{4, 12, 34, 3, 2}}) {
+    SCOPED_TRACE(absl::StrCat(c.c, "ch ", c.h, "x", c.w, " k", c.k, " s", c.stride));
+    auto build = [&](const std::string& dev) {
+      Tensor x = Tensor::Randn(e, {2, c.c, c.h, c.w}, 3, dtypes::kFloat32, dev);
+      Tensor w = Tensor::Randn(e, {c.c, 1, c.k, c.k}, 4, dtypes::kFloat32, dev);
+      Tensor::ConvOptions o;
+      o.stride = {c.stride, 1};
+      o.padding = {{c.k / 2, c.k / 2}, {c.k / 2, c.k / 2}};
+      o.groups = c.c;
+      return x.Conv2d(w, nullptr, o);
+    };
+    if (c.stride == 1) {
+      EXPECT_TRUE(Has(ReduceOpts(build("CPU")), OptOp::kUnroll, c.k));
+    }
+    ExpectCpuMatchesInterp(build);
   }
 }
 

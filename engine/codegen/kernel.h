@@ -140,6 +140,7 @@ class Kernel {
   int64_t BlockThreads() const;  // product of the local and group axes
   void GpuOptimizations();  // kernel_gpu.cc
   void StageOperands();     // kernel_gpu.cc: sets stage_axis_
+  void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void MergeAdjacent();
   void DropUnitAxes();
   // How a memory op's index moves along each axis (kNotAffine where it is
@@ -162,6 +163,7 @@ class Kernel {
   int group_dims_ = 0;
   int vector_axis_ = -1;
   int stage_axis_ = -1;
+  int64_t upcast_budget_ = 0;  // > 0: replaces max_upcast (wide register tiles)
   std::vector<Opt> applied_;
 };
 
