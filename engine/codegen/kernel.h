@@ -140,6 +140,10 @@ class Kernel {
   int64_t BlockThreads() const;  // product of the local and group axes
   void GpuOptimizations();  // kernel_gpu.cc
   void StageOperands();     // kernel_gpu.cc: sets stage_axis_
+  // The step (in window positions) by which axis u moves the window of
+  // reduce axis r in some load, when the windows of neighbouring u overlap
+  // (1 <= step < size of r, r a window of at most 7); else 0.
+  int64_t WindowStep(int u, int r) const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void MergeAdjacent();
   void DropUnitAxes();
