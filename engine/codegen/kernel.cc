@@ -376,11 +376,23 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
     }
     return false;
   };
+  bool wide_tiles = false;  // 512-bit matmul tiles (16 accumulators, step 3)
   if (store_plain) {
     for (int i = first_reduce_ - 1; i >= 0; --i) {
       if (out_strides[i] == 1) {
         if (reduce_ && !loads_vectorize(i)) break;
         const int64_t n = full_shape_[i];
+        // A matmul-like reduce (some input broadcast along the output row)
+        // is bound by the FMA rate: the widest vectors, when the row holds
+        // two of them.
+        // Not for sliding windows (3x3 / depthwise convolutions measured
+        // slower with 16 lanes: their rows are short and loads unaligned).
+        const int64_t wide = opts_.wide_vector_bytes / std::max(4, itemsize);
+        if (reduce_ && wide > width && broadcast_along(i) && n >= 2 * wide &&
+            store->src(0)->dtype().ScalarSize() == 4) {
+          width = wide;
+          wide_tiles = !HasWindow();
+        }
         // A matmul-like reduce takes two vectors per tile row (step 3): round
         // up to two vectors then.
         const int64_t unit =
@@ -466,8 +478,12 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
       slides |= full_shape_[r] >= 5 && WindowStep(i, r) == 1;
     std::vector<int64_t> try_amounts = amounts;
     if (vec_axis >= 0 && (reuse_score(i) == 2 || slides) && knobs.reuse_first <= 0) {
-      try_amounts = {6, 5, 4, 3, 2};
-      upcast_budget_ = std::max<int64_t>(opts_.max_upcast, 12 * full_shape_[vector_axis_]);
+      // 12 accumulators of 16 registers; 16 of 32 for 512-bit matmul tiles
+      // (8 rows of a 3x3 convolution measured 2x slower than 6).
+      const int64_t accs = wide_tiles && opts_.vector_registers >= 32 ? 16 : 12;
+      try_amounts = accs >= 16 ? std::vector<int64_t>{8, 6, 5, 4, 3, 2}
+                               : std::vector<int64_t>{6, 5, 4, 3, 2};
+      upcast_budget_ = std::max<int64_t>(opts_.max_upcast, accs * full_shape_[vector_axis_]);
     }
     for (int64_t amt : try_amounts) {
       if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) {
@@ -526,6 +542,13 @@ int64_t Kernel::WindowStep(int u, int r) const {
     if (step < k) return step;
   }
   return 0;
+}
+
+bool Kernel::HasWindow() const {
+  for (int r = first_reduce_; r < first_upcast(); ++r)
+    for (int u = 0; u < first_reduce_; ++u)
+      if (WindowStep(u, r) > 0) return true;
+  return false;
 }
 
 void Kernel::UnrollSlidingWindow() {

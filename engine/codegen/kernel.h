@@ -44,7 +44,12 @@ namespace kiln {
 struct RendererOptions {
   std::string device = "CPU";
   bool gpu = false;           // global axes as grid indices instead of loops
-  int vector_bytes = 32;      // widest vector register (AVX2: 32)
+  int vector_bytes = 32;      // vector width of most kernels (AVX2: 32)
+  // CPU: wider vectors for reduce kernels that reuse a vector operand across
+  // a register tile (matmuls, convolutions), where the FMA rate is the
+  // limit; 0: vector_bytes. AVX-512 hosts: 64 (see CodegenOptions).
+  int wide_vector_bytes = 0;
+  int vector_registers = 16;  // AVX2: 16, AVX-512: 32 (bounds register tiles)
   bool supports_float16 = false;
   int max_upcast = 64;        // max elements per unrolled body
   // GPU launch limits (used when gpu is true).
@@ -144,6 +149,7 @@ class Kernel {
   // reduce axis r in some load, when the windows of neighbouring u overlap
   // (1 <= step < size of r, r a window of at most 7); else 0.
   int64_t WindowStep(int u, int r) const;
+  bool HasWindow() const;  // some global and reduce axis pair has a WindowStep
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void MergeAdjacent();
   void DropUnitAxes();

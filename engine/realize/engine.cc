@@ -106,6 +106,19 @@ absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
   if (renderer == "c" || renderer == "bytecode") {
     o.gpu = false;
     o.vector_bytes = 32;
+    // The C kernels are compiled for the host (-march=native): with AVX-512
+    // (32 registers of 64 bytes), matmul-like kernels take 512-bit tiles.
+    // KILN_AVX512=0 keeps them at 256 bits; =1 forces 512-bit tiles on any
+    // host (correct everywhere, fast only with AVX-512; used by tests).
+    bool avx512 = false;
+#if defined(__x86_64__)
+    avx512 = __builtin_cpu_supports("avx512f");
+#endif
+    int64_t force = GetEnvInt("KILN_AVX512", -1);
+    if (renderer == "c" && (force == 1 || (force != 0 && avx512))) {
+      o.wide_vector_bytes = 64;
+      o.vector_registers = 32;
+    }
     return o;
   }
   if (renderer == "cuda" || renderer == "opencl") {

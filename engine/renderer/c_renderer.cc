@@ -346,7 +346,7 @@ class CRenderer {
   // touch the memory of masked-off lanes; clang turns them into AVX-512
   // masked moves where it can).
   static bool AvxMaskable(DType t) {
-    return !IsHalfLike(t) && t.ScalarSize() == 4 && (t.count == 4 || t.count == 8);
+    return !IsHalfLike(t) && t.ScalarSize() == 4 && (t.count == 4 || t.count == 8 || t.count == 16);
   }
 
   // exp2 of float lanes without a libm call per lane: x = n + f with n an
@@ -379,11 +379,24 @@ class CRenderer {
   // lanes) is set: the common case of a masked tail or border, taken as a
   // plain vector access (a predictable branch beats a masked move + blend).
   static std::string AllLanes(int lanes) {
+    if (lanes == 16)
+      return "  unsigned long long all_[2]; __builtin_memcpy(all_, &g, sizeof(all_));\n"
+             "  if (all_[0] == 0x0101010101010101ull && all_[1] == 0x0101010101010101ull)\n";
     const char* ut = lanes == 8 ? "unsigned long long" : "unsigned int";
     const char* ones = lanes == 8 ? "0x0101010101010101ull" : "0x01010101u";
     return absl::StrCat("  ", ut, " all_; __builtin_memcpy(&all_, &g, sizeof(all_));\n",
                         "  if (all_ == ", ones, ")\n");
   }
+
+  // AVX-512 masked moves of 16 float-sized lanes (no fault on masked-off
+  // lanes); `g` becomes a 16-bit lane mask k.
+  static constexpr const char* kMask16 =
+      "  unsigned short k = 0;\n"
+      "  for (int i = 0; i < 16; ++i) k |= (unsigned short)((g[i] != 0) << i);\n";
+  // The helpers are a sorted set: each one that needs the type declares it.
+  static constexpr const char* kV16sf =
+      "#ifndef KILN_V16SF\n#define KILN_V16SF\n"
+      "typedef float kiln_v16sf __attribute__((__vector_size__(64)));\n#endif\n";
 
   // A vector load with a gate per lane: lane i reads buf[idx+i] only where
   // the gate is set, else it takes the alternative's lane.
@@ -391,6 +404,20 @@ class CRenderer {
     const std::string &buf = E(x.src(0)), &idx = E(x.src(1)), &g = E(x.src(2)), &alt = E(x.src(3));
     DType t = x.dtype();
     std::string ty = Type(t), gt = Type(x.src(2)->dtype());
+    if (AvxMaskable(t) && t.count == 16) {
+      std::string name = absl::StrCat("kiln_mload_", ty);
+      AddHelper(name, absl::StrCat(
+          kV16sf, "static inline ", ty, " ", name, "(const void* p, ", gt, " g, ", ty, " alt) {\n",
+          AllLanes(16), "    return *(const ", UnalignedPtr(t), "*)p;\n",
+          "#if defined(__AVX512F__)\n", kMask16,
+          "  return (", ty, ")__builtin_ia32_loadups512_mask((const float*)p, (kiln_v16sf)alt, k);\n",
+          "#else\n",
+          "  ", ty, " v = alt;\n",
+          "  for (int i = 0; i < 16; ++i) if (g[i]) v[i] = ((const ", StorageC(t.scalar), "*)p)[i];\n",
+          "  return v;\n",
+          "#endif\n}"));
+      return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", alt, ")");
+    }
     if (AvxMaskable(t)) {
       std::string name = absl::StrCat("kiln_mload_", ty), ft = Type(DType(ScalarType::kFloat32, t.count));
       std::string mt = Type(DType(ScalarType::kInt32, t.count));
@@ -419,6 +446,19 @@ class CRenderer {
   std::string MaskedStore(const UOp& x) {
     const std::string &buf = E(x.src(0)), &idx = E(x.src(1)), &v = E(x.src(2)), &g = E(x.src(3));
     DType t = x.src(2)->dtype();
+    if (AvxMaskable(t) && t.count == 16) {
+      std::string ty = Type(t), gt = Type(x.src(3)->dtype());
+      std::string name = absl::StrCat("kiln_mstore_", ty);
+      AddHelper(name, absl::StrCat(
+          kV16sf, "static inline void ", name, "(void* p, ", gt, " g, ", ty, " v) {\n",
+          AllLanes(16), "    { *(", UnalignedPtr(t), "*)p = v; return; }\n",
+          "#if defined(__AVX512F__)\n", kMask16,
+          "  __builtin_ia32_storeups512_mask((float*)p, (kiln_v16sf)v, k);\n",
+          "#else\n",
+          "  for (int i = 0; i < 16; ++i) if (g[i]) ((", StorageC(t.scalar), "*)p)[i] = v[i];\n",
+          "#endif\n}"));
+      return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", v, ");");
+    }
     if (AvxMaskable(t)) {
       std::string ty = Type(t), gt = Type(x.src(3)->dtype());
       std::string name = absl::StrCat("kiln_mstore_", ty), ft = Type(DType(ScalarType::kFloat32, t.count));
