@@ -1,7 +1,8 @@
-// NumPy .npy files <-> ClientTensor (format 1.0 / 2.0 / 3.0 read, 1.0 / 2.0
-// written; little-endian or byte-order-free C-order arrays of bool, int8..64,
-// uint8..64, float16/32/64). Anything else (Fortran order, big-endian,
-// structured or object dtypes, truncated files) is a clear error.
+// NumPy .npy files <-> ClientTensor, through the codec of engine/base/npy.h
+// (format 1.0 / 2.0 / 3.0 read, 1.0 / 2.0 written; C-order arrays of bool,
+// int8..64, uint8..64, float16/32/64, big-endian ones byte-swapped on read).
+// Anything else (Fortran order, structured or object dtypes, truncated files)
+// is a clear error; BF16 / BYTES tensors cannot be written.
 //
 // Thread safety: pure functions.
 #ifndef KILN_CLIENTS_NPY_H_
