@@ -1,16 +1,11 @@
 // End to end: kiln's metrics exposition passes `promtool check metrics`,
 // and a real Prometheus server (Debian package prometheus) scraping kilnd
 // sees kiln_estimated_flops_total grow through its HTTP query API.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <fstream>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/testing/http_get.h"
@@ -29,13 +24,8 @@ void Infer(KilnClient* c, int n) {
 }
 
 // The value of the first sample of an instant-query answer, or -1.
-double QueryValue(int port, const std::string& query) {
-  std::string q;
-  for (char ch : query) {
-    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') q += ch;
-    else q += absl::StrFormat("%%%02X", static_cast<unsigned char>(ch));
-  }
-  auto body = testing::HttpGet(port, "/api/v1/query?query=" + q);
+double QueryValue(const PrometheusProcess& prom, const std::string& query) {
+  auto body = prom.Query(query);
   if (!body.ok()) return -1;
   // ..."value":[1700000000.123,"96"]...
   size_t v = body->find("\"value\":[");
@@ -81,62 +71,27 @@ TEST(E2ePrometheusTest, PrometheusSeesFlopCountersGrow) {
   ASSERT_TRUE(repo.ok());
   auto p = KilnProcess::Start("server/kilnd", {"--model-repository=" + *repo});
   ASSERT_TRUE(p.ok()) << p.status();
-  std::string dir = TempDir("prometheus");
-  std::ofstream(dir + "/prometheus.yml")
-      << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-      << "scrape_configs:\n  - job_name: kilnd\n    static_configs:\n"
-      << "      - targets: ['127.0.0.1:" << (*p)->metrics_port() << "']\n";
-  int web = FreePort();
-  // Prepared before fork: only async-signal-safe calls in the child.
-  std::string log = dir + "/prometheus.log";
-  std::string config = "--config.file=" + dir + "/prometheus.yml";
-  std::string storage = "--storage.tsdb.path=" + dir + "/data";
-  std::string listen = absl::StrCat("--web.listen-address=127.0.0.1:", web);
-  pid_t prom = ::fork();
-  ASSERT_GE(prom, 0);
-  if (prom == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execl("/usr/bin/prometheus", "prometheus", config.c_str(), storage.c_str(),
-            listen.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  auto stop_prometheus = [&] {
-    ::kill(prom, SIGTERM);
-    int status;
-    ::waitpid(prom, &status, 0);
-  };
-  bool ready = false;
-  for (int i = 0; i < 300 && !ready; ++i) {
-    ready = testing::HttpGet(web, "/-/ready").ok();
-    if (!ready) absl::SleepFor(absl::Milliseconds(100));
-  }
-  if (!ready) {
-    stop_prometheus();
-    FAIL() << "prometheus did not start (see " << dir << "/prometheus.log)";
-  }
+  auto prom = PrometheusProcess::Start("prometheus", (*p)->metrics_port());
+  ASSERT_TRUE(prom.ok()) << prom.status();
   auto client = (*p)->Client();
   const std::string query = "sum(kiln_estimated_flops_total{job=\"kilnd\",model=\"simple\"})";
   Infer(client.get(), 20);
   double first = -1;
   for (int i = 0; i < 150 && first <= 0; ++i) {
-    first = QueryValue(web, query);
+    first = QueryValue(**prom, query);
     if (first <= 0) absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_GT(first, 0) << "prometheus never saw kiln's FLOP counter";
   Infer(client.get(), 50);
   double later = first;
   for (int i = 0; i < 150 && later <= first; ++i) {
-    later = QueryValue(web, query);
+    later = QueryValue(**prom, query);
     if (later <= first) absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_GT(later, first) << "the FLOP counter did not grow in prometheus";
-  double rate = QueryValue(web, "sum(kiln_inferences_total{job=\"kilnd\"})");
+  double rate = QueryValue(**prom, "sum(kiln_inferences_total{job=\"kilnd\"})");
   EXPECT_GE(rate, 70 * 2);
-  stop_prometheus();
+  prom->reset();
   (*p)->Signal(SIGTERM);
   EXPECT_EQ(*(*p)->Wait(absl::Seconds(30)), 0);
 }

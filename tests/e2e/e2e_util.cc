@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -16,8 +17,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "server/testing/http_get.h"
 
 namespace kiln::e2e {
 namespace {
@@ -154,6 +157,68 @@ absl::StatusOr<int> KilnProcess::Wait(absl::Duration timeout) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   return exit_code_;
+}
+
+absl::StatusOr<std::unique_ptr<PrometheusProcess>> PrometheusProcess::Start(
+    const std::string& name, int target_port, absl::Duration timeout) {
+  std::string dir = TempDir(name);
+  auto p = std::unique_ptr<PrometheusProcess>(new PrometheusProcess());
+  p->port_ = FreePort();
+  p->log_ = dir + "/prometheus.log";
+  if (!WriteFile(dir + "/prometheus.yml",
+                 absl::StrCat("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n",
+                              "scrape_configs:\n  - job_name: kilnd\n    static_configs:\n",
+                              "      - targets: ['127.0.0.1:", target_port, "']\n")))
+    return absl::InternalError("cannot write " + dir + "/prometheus.yml");
+  // Prepared before fork: only async-signal-safe calls in the child.
+  std::string config = "--config.file=" + dir + "/prometheus.yml";
+  std::string storage = "--storage.tsdb.path=" + dir + "/data";
+  std::string listen = absl::StrCat("--web.listen-address=127.0.0.1:", p->port_);
+  const char* log_path = p->log_.c_str();
+  pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    int fd = ::open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    ::execl("/usr/bin/prometheus", "prometheus", config.c_str(), storage.c_str(), listen.c_str(),
+            static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  p->pid_ = pid;
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    int status;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      p->pid_ = -1;
+      return absl::InternalError("prometheus exited (see " + p->log_ + ")");
+    }
+    if (testing::HttpGet(p->port_, "/-/ready").ok()) return p;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError("prometheus did not start (see " + p->log_ + ")");
+}
+
+PrometheusProcess::~PrometheusProcess() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status;
+  ::waitpid(pid_, &status, 0);
+}
+
+absl::StatusOr<std::string> PrometheusProcess::Query(const std::string& promql) const {
+  return testing::HttpGet(port_, "/api/v1/query?query=" + UrlEncode(promql));
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') out += ch;
+    else out += absl::StrFormat("%%%02X", static_cast<unsigned char>(ch));
+  }
+  return out;
 }
 
 int FreePort() {

@@ -1,8 +1,10 @@
 // Helpers of the end-to-end tests: a model repository built from the
-// shipped `simple` model with config variants, and a kilnd child process
-// on free loopback ports (reported through --ready-file).
+// shipped `simple` model with config variants, a kilnd child process on
+// free loopback ports (reported through --ready-file), and a Prometheus
+// server scraping it.
 //
-// Thread safety: KilnProcess is used from the test's main thread.
+// Thread safety: KilnProcess and PrometheusProcess are used from the test's
+// main thread.
 #ifndef KILN_TESTS_E2E_E2E_UTIL_H_
 #define KILN_TESTS_E2E_E2E_UTIL_H_
 
@@ -58,6 +60,32 @@ class KilnProcess {
   int exit_code_ = 0;
   std::string log_;
 };
+
+// A Prometheus server (/usr/bin/prometheus, Debian package) on a free
+// 127.0.0.1 port with its config, data and log under TempDir(name),
+// scraping 127.0.0.1:target_port every second as job "kilnd".
+class PrometheusProcess {
+ public:
+  // Starts it and waits until /-/ready answers (or fails if it exits first).
+  static absl::StatusOr<std::unique_ptr<PrometheusProcess>> Start(
+      const std::string& name, int target_port, absl::Duration timeout = absl::Seconds(30));
+  // Stops it: SIGTERM, then waits for the exit.
+  ~PrometheusProcess();
+
+  int port() const { return port_; }
+  std::string log_path() const { return log_; }
+  // GET /api/v1/query?query=<promql>: the JSON body. Prometheus answers
+  // invalid PromQL with HTTP 400, returned as an error.
+  absl::StatusOr<std::string> Query(const std::string& promql) const;
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_;
+};
+
+// `s` percent-encoded for a URL query string (all but [A-Za-z0-9_]).
+std::string UrlEncode(const std::string& s);
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreePort();
