@@ -42,8 +42,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   size_t body = resp.find("\r\n\r\n");
   if (body == std::string::npos) return absl::DataLossError("no HTTP response");
   std::string status = resp.substr(0, resp.find("\r\n"));
-  if (status.find(" 200") == std::string::npos)
-    return absl::UnavailableError("HTTP: " + status);
+  if (status.find(" 200") == std::string::npos)  // the body says why (a PromQL parse error)
+    return absl::UnavailableError("HTTP: " + status + ": " + resp.substr(body + 4, 500));
   return resp.substr(body + 4);
 }
 
