@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/renderer/c_helpers.h"
 #include "engine/renderer/renderer.h"
 
 namespace kiln {
@@ -342,98 +343,33 @@ class CRenderer {
     return raw;
   }
 
-  // 4-byte lanes, 4 or 8 of them: AVX masked loads / stores (which do not
-  // touch the memory of masked-off lanes; clang turns them into AVX-512
-  // masked moves where it can).
+  // 4-byte lanes, 4, 8 or 16 of them: AVX / AVX-512 masked loads / stores
+  // (which do not touch the memory of masked-off lanes), engine/renderer/c_helpers.h.
   static bool AvxMaskable(DType t) {
     return !IsHalfLike(t) && t.ScalarSize() == 4 && (t.count == 4 || t.count == 8 || t.count == 16);
   }
+  c_helpers::MaskedTypes Masked(DType t, DType gate) {
+    return {t.count, Type(t), Type(gate), Type(DType(ScalarType::kFloat32, t.count)),
+            Type(DType(ScalarType::kInt32, t.count)), UnalignedPtr(t), StorageC(t.scalar)};
+  }
 
-  // exp2 of float lanes without a libm call per lane: x = n + f with n an
-  // integer and |f| <= 1/2, 2^f from Cephes' exp2f polynomial (a few ulp),
-  // 2^n from exponent bits in two halves (so results down to 2^-252 are
-  // built without overflowing the exponent: denormals and 0 come out of the
-  // multiply). NaN stays NaN, -inf gives 0 and +inf gives inf.
+  // exp2 of float lanes without a libm call per lane (c_helpers::Exp2).
   std::string VectorExp2(DType t, const std::string& x) {
     std::string ty = Type(DType(ScalarType::kFloat32, t.count));
-    std::string it = Type(DType(ScalarType::kInt32, t.count));
     std::string name = absl::StrCat("kiln_exp2_", ty);
-    AddHelper(name, absl::StrCat(
-        "static inline ", ty, " ", name, "(", ty, " x) {\n",
-        "  ", ty, " c = __builtin_elementwise_min(__builtin_elementwise_max(x, (", ty,
-        ")(-252.0f)), (", ty, ")(254.0f));\n",
-        "  ", ty, " n = __builtin_elementwise_floor(c + 0.5f);\n",
-        "  ", ty, " f = c - n;\n",
-        "  ", ty, " p = ((((1.535336188319500e-4f*f + 1.339887440266574e-3f)*f + ",
-        "9.618437357674640e-3f)*f + 5.550332471162809e-2f)*f + 2.402264791363012e-1f)*f + ",
-        "6.931472028550421e-1f;\n",
-        "  p = 1.0f + f*p;\n",
-        "  ", it, " ni = __builtin_convertvector(n, ", it, ");\n",
-        "  ", it, " n1 = ni >> 1, n2 = ni - n1;\n",
-        "  ", ty, " r = p * (", ty, ")((n1 + 127) << 23) * (", ty, ")((n2 + 127) << 23);\n",
-        "  return (x != x) ? x : r;\n}"));
+    AddHelper(name, c_helpers::Exp2(name, ty, Type(DType(ScalarType::kInt32, t.count))));
     return absl::StrCat(name, "(", x, ")");
   }
-
-  // Start of an `if` that holds when every lane of bool vector `g` (0 / 1
-  // lanes) is set: the common case of a masked tail or border, taken as a
-  // plain vector access (a predictable branch beats a masked move + blend).
-  static std::string AllLanes(int lanes) {
-    if (lanes == 16)
-      return "  unsigned long long all_[2]; __builtin_memcpy(all_, &g, sizeof(all_));\n"
-             "  if (all_[0] == 0x0101010101010101ull && all_[1] == 0x0101010101010101ull)\n";
-    const char* ut = lanes == 8 ? "unsigned long long" : "unsigned int";
-    const char* ones = lanes == 8 ? "0x0101010101010101ull" : "0x01010101u";
-    return absl::StrCat("  ", ut, " all_; __builtin_memcpy(&all_, &g, sizeof(all_));\n",
-                        "  if (all_ == ", ones, ")\n");
-  }
-
-  // AVX-512 masked moves of 16 float-sized lanes (no fault on masked-off
-  // lanes); `g` becomes a 16-bit lane mask k.
-  static constexpr const char* kMask16 =
-      "  unsigned short k = 0;\n"
-      "  for (int i = 0; i < 16; ++i) k |= (unsigned short)((g[i] != 0) << i);\n";
-  // The helpers are a sorted set: each one that needs the type declares it.
-  static constexpr const char* kV16sf =
-      "#ifndef KILN_V16SF\n#define KILN_V16SF\n"
-      "typedef float kiln_v16sf __attribute__((__vector_size__(64)));\n#endif\n";
 
   // A vector load with a gate per lane: lane i reads buf[idx+i] only where
   // the gate is set, else it takes the alternative's lane.
   std::string MaskedLoad(const UOp& x) {
     const std::string &buf = E(x.src(0)), &idx = E(x.src(1)), &g = E(x.src(2)), &alt = E(x.src(3));
     DType t = x.dtype();
-    std::string ty = Type(t), gt = Type(x.src(2)->dtype());
-    if (AvxMaskable(t) && t.count == 16) {
-      std::string name = absl::StrCat("kiln_mload_", ty);
-      AddHelper(name, absl::StrCat(
-          kV16sf, "static inline ", ty, " ", name, "(const void* p, ", gt, " g, ", ty, " alt) {\n",
-          AllLanes(16), "    return *(const ", UnalignedPtr(t), "*)p;\n",
-          "#if defined(__AVX512F__)\n", kMask16,
-          "  return (", ty, ")__builtin_ia32_loadups512_mask((const float*)p, (kiln_v16sf)alt, k);\n",
-          "#else\n",
-          "  ", ty, " v = alt;\n",
-          "  for (int i = 0; i < 16; ++i) if (g[i]) v[i] = ((const ", StorageC(t.scalar), "*)p)[i];\n",
-          "  return v;\n",
-          "#endif\n}"));
-      return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", alt, ")");
-    }
+    std::string ty = Type(t);
     if (AvxMaskable(t)) {
-      std::string name = absl::StrCat("kiln_mload_", ty), ft = Type(DType(ScalarType::kFloat32, t.count));
-      std::string mt = Type(DType(ScalarType::kInt32, t.count));
-      const char* b = t.count == 8 ? "__builtin_ia32_maskloadps256" : "__builtin_ia32_maskloadps";
-      AddHelper(name, absl::StrCat(
-          "static inline ", ty, " ", name, "(const void* p, ", gt, " g, ", ty, " alt) {\n",
-          AllLanes(t.count), "    return *(const ", UnalignedPtr(t), "*)p;\n",
-          "  ", mt, " m = -__builtin_convertvector(g, ", mt, ");\n",
-          "#if defined(__AVX__)\n",
-          "  ", ty, " v = (", ty, ")", b, "((const ", ft, "*)p, m);\n",
-          "#else\n",
-          "  ", ty, " v = alt;\n",
-          "  for (int i = 0; i < ", t.count, "; ++i) if (g[i]) v[i] = ((const ", StorageC(t.scalar),
-          "*)p)[i];\n",
-          "#endif\n",
-          "  return (m != 0) ? v : alt;\n}"));
+      std::string name = absl::StrCat("kiln_mload_", ty);
+      AddHelper(name, c_helpers::MaskedLoad(name, Masked(t, x.src(2)->dtype())));
       return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", alt, ")");
     }
     return absl::StrCat("({", ty, " r_ = ", alt, "; for (int i_ = 0; i_ < ", t.count,
@@ -446,32 +382,9 @@ class CRenderer {
   std::string MaskedStore(const UOp& x) {
     const std::string &buf = E(x.src(0)), &idx = E(x.src(1)), &v = E(x.src(2)), &g = E(x.src(3));
     DType t = x.src(2)->dtype();
-    if (AvxMaskable(t) && t.count == 16) {
-      std::string ty = Type(t), gt = Type(x.src(3)->dtype());
-      std::string name = absl::StrCat("kiln_mstore_", ty);
-      AddHelper(name, absl::StrCat(
-          kV16sf, "static inline void ", name, "(void* p, ", gt, " g, ", ty, " v) {\n",
-          AllLanes(16), "    { *(", UnalignedPtr(t), "*)p = v; return; }\n",
-          "#if defined(__AVX512F__)\n", kMask16,
-          "  __builtin_ia32_storeups512_mask((float*)p, (kiln_v16sf)v, k);\n",
-          "#else\n",
-          "  for (int i = 0; i < 16; ++i) if (g[i]) ((", StorageC(t.scalar), "*)p)[i] = v[i];\n",
-          "#endif\n}"));
-      return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", v, ");");
-    }
     if (AvxMaskable(t)) {
-      std::string ty = Type(t), gt = Type(x.src(3)->dtype());
-      std::string name = absl::StrCat("kiln_mstore_", ty), ft = Type(DType(ScalarType::kFloat32, t.count));
-      std::string mt = Type(DType(ScalarType::kInt32, t.count));
-      const char* b = t.count == 8 ? "__builtin_ia32_maskstoreps256" : "__builtin_ia32_maskstoreps";
-      AddHelper(name, absl::StrCat(
-          "static inline void ", name, "(void* p, ", gt, " g, ", ty, " v) {\n",
-          AllLanes(t.count), "    { *(", UnalignedPtr(t), "*)p = v; return; }\n",
-          "#if defined(__AVX__)\n",
-          "  ", b, "((", ft, "*)p, -__builtin_convertvector(g, ", mt, "), (", ft, ")v);\n",
-          "#else\n",
-          "  for (int i = 0; i < ", t.count, "; ++i) if (g[i]) ((", StorageC(t.scalar), "*)p)[i] = v[i];\n",
-          "#endif\n}"));
+      std::string name = absl::StrCat("kiln_mstore_", Type(t));
+      AddHelper(name, c_helpers::MaskedStore(name, Masked(t, x.src(3)->dtype())));
       return absl::StrCat(name, "(", buf, "+", idx, ", ", g, ", ", v, ");");
     }
     std::string lane = absl::StrCat("(", v, ")[i_]");
