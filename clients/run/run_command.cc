@@ -41,7 +41,10 @@ options:
   --seed S              seed of the random inputs (default 0)
   -h, --help            this text
 
-DEBUG=2 prints one line per kernel run (time, GFLOP/s, GB/s).
+Environment: DEBUG=2 prints one line per kernel run (time, GFLOP/s, GB/s), 4 also
+the kernel sources; KILN_THREADS=N CPU threads; KILN_AVX512=0 keeps CPU kernels at
+256-bit vectors on an AVX-512 host (=1 forces 512-bit tiles); BEAM=N searches the
+CPU heuristics per kernel; KILN_CACHE_DIR the compiled-kernel cache.
 )";
 
 struct Options {
