@@ -250,7 +250,9 @@ absl::Status Kernel::PadReduce(int axis, int64_t size) {
   return absl::OkStatus();
 }
 
-absl::Status Kernel::ApplyOpt(const Opt& opt) {
+absl::Status Kernel::ApplyOpt(const Opt& opt) { return ApplyOptWithin(opt, opts_.max_upcast); }
+
+absl::Status Kernel::ApplyOptWithin(const Opt& opt, int64_t max_upcast) {
   if (opt.op == OptOp::kLocal) return ApplyLocal(opt);
   if (opt.op == OptOp::kGroup) return ApplyGroup(opt);
   int axis = opt.op == OptOp::kUpcast ? opt.axis : first_reduce_ + opt.axis;
@@ -265,8 +267,7 @@ absl::Status Kernel::ApplyOpt(const Opt& opt) {
     return absl::InvalidArgumentError("kernel already has a vector axis");
   int64_t up = opt.amount;
   for (int i = first_upcast(); i < ndim(); ++i) up *= full_shape_[i];
-  if (up > (upcast_budget_ > 0 ? upcast_budget_ : opts_.max_upcast))
-    return absl::InvalidArgumentError("upcast too large");
+  if (up > max_upcast) return absl::InvalidArgumentError("upcast too large");
   SplitAll(axis, opt.amount);
   if (opt.vector) vector_axis_ = ndim() - 1;
   applied_.push_back(opt);
@@ -477,21 +478,21 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
     for (int r = first_reduce_ + group_dims_; r < first_upcast(); ++r)
       slides |= full_shape_[r] >= 5 && WindowStep(i, r) == 1;
     std::vector<int64_t> try_amounts = amounts;
+    int64_t budget = opts_.max_upcast;
     if (vec_axis >= 0 && (reuse_score(i) == 2 || slides) && knobs.reuse_first <= 0) {
       // 12 accumulators of 16 registers; 16 of 32 for 512-bit matmul tiles
       // (8 rows of a 3x3 convolution measured 2x slower than 6).
       const int64_t accs = wide_tiles && opts_.vector_registers >= 32 ? 16 : 12;
       try_amounts = accs >= 16 ? std::vector<int64_t>{8, 6, 5, 4, 3, 2}
                                : std::vector<int64_t>{6, 5, 4, 3, 2};
-      upcast_budget_ = std::max<int64_t>(opts_.max_upcast, accs * full_shape_[vector_axis_]);
+      budget = std::max<int64_t>(budget, accs * full_shape_[vector_axis_]);
     }
     for (int64_t amt : try_amounts) {
-      if (full_shape_[i] % amt == 0 && ApplyOpt({OptOp::kUpcast, i, amt}).ok()) {
+      if (full_shape_[i] % amt == 0 && ApplyOptWithin({OptOp::kUpcast, i, amt}, budget).ok()) {
         --reuse_upcasts;
         break;
       }
     }
-    upcast_budget_ = 0;
   }
   // 3b. Sliding windows: a load whose reduce axis (a window row ky) moves
   //     like an upcast tile axis (output rows) reads rows that neighbouring
@@ -563,9 +564,7 @@ void Kernel::UnrollSlidingWindow() {
     }
     if (!reuse) continue;
     // The unrolled copies add loads and FMAs, not accumulators.
-    upcast_budget_ = 8 * opts_.max_upcast;
-    (void)ApplyOpt({OptOp::kUnroll, r - first_reduce_, k});
-    upcast_budget_ = 0;
+    (void)ApplyOptWithin({OptOp::kUnroll, r - first_reduce_, k}, 8 * opts_.max_upcast);
     return;
   }
 }

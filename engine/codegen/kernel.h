@@ -140,6 +140,9 @@ class Kernel {
   void GrowAxis(int axis, int64_t size);  // axis -> (s/amount, amount) at the end
   // axis -> (s/amount, amount), the amount part moved to position `dest`.
   void SplitTo(int axis, int64_t amount, int dest);
+  // ApplyOpt with another bound on the unrolled elements (register tiles
+  // counted in vector registers, window unrolls that add no accumulators).
+  absl::Status ApplyOptWithin(const Opt& opt, int64_t max_upcast);
   absl::Status ApplyLocal(const Opt& opt);
   absl::Status ApplyGroup(const Opt& opt);
   int64_t BlockThreads() const;  // product of the local and group axes
@@ -173,7 +176,6 @@ class Kernel {
   int group_dims_ = 0;
   int vector_axis_ = -1;
   int stage_axis_ = -1;
-  int64_t upcast_budget_ = 0;  // > 0: replaces max_upcast (wide register tiles)
   std::vector<Opt> applied_;
 };
 
