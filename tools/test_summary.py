@@ -6,8 +6,9 @@
 Counts individual test cases from each test target's test.xml (found through
 the Build Event Protocol file, so stale XML from older runs never counts).
 A target that did not build, timed out or crashed without a failing case in
-its XML counts as one failed case. Also echoes any line of the form
-`conformance <suite>: ...` that a test printed, so suite totals are visible.
+its XML counts as one failed case. Also prints the totals of the lines of
+the form `conformance <suite>: P passed, F failed, S skipped` that tests
+printed (added up over the shards of a sharded suite).
 Exit status 0 when nothing failed, else 1.
 """
 import json
@@ -92,8 +93,17 @@ def main(argv):
             if f_:
                 print(f"{label}: {status} ({f_} failed case(s))")
             passed, failed, skipped = passed + p, failed + f_, skipped + s
+    # A sharded suite prints one line per shard: add them up per suite.
+    totals = {}
     for l in suite_lines:
-        print(l)
+        m = re.match(r"^(conformance [\w-]+(?: \(\w+\))?): (\d+) passed, (\d+) failed, (\d+) skipped", l)
+        if not m:
+            continue
+        t = totals.setdefault(m.group(1), [0, 0, 0])
+        for i in range(3):
+            t[i] += int(m.group(i + 2))
+    for name, (p_, f_, s_) in totals.items():
+        print(f"{name}: {p_} passed, {f_} failed, {s_} skipped")
     line = f"{passed} passed, {failed} failed"
     if skipped:
         line += f", {skipped} skipped"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -232,10 +233,19 @@ class Lowerer {
     }
     for (int i = 0; i < open_loops_; ++i) em_.CloseLoop();
     p.uops = em_.Flatten();
+    std::set<int64_t> params;
     for (const UOpRef& u : p.uops) {
-      if (u->op() == Op::kDefineGlobal) p.num_bufs = std::max<int>(p.num_bufs, u->arg().Int() + 1);
+      if (u->op() == Op::kDefineGlobal) params.insert(u->arg().Int());
       if (u->op() == Op::kDefineVar) p.vars.push_back(u->arg().Str());
     }
+    // A buffer whose every access folded away (a load masked out entirely)
+    // still takes its parameter slot: launches pass buffers by position.
+    for (const UOp* u : Toposort(k_.ast()))
+      if (u->op() == Op::kDefineGlobal && params.insert(u->arg().Int()).second)
+        p.uops.push_back(u->ref());
+    p.num_bufs = params.empty() ? 0 : static_cast<int>(*params.rbegin()) + 1;
+    if (static_cast<size_t>(p.num_bufs) != params.size())
+      return absl::InternalError("lowering: kernel buffer parameters are not contiguous");
     // Buffers are defined first, in parameter order.
     std::stable_partition(p.uops.begin(), p.uops.end(),
                           [](const UOpRef& u) { return u->op() == Op::kDefineGlobal; });

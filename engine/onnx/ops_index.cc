@@ -83,6 +83,8 @@ absl::Status GatherNdOp(OpContext& ctx) {
 absl::StatusOr<Tensor> ScatterReduce(const std::string& reduction, const Tensor& data,
                                      const Tensor& onehot, const Tensor& upd, int64_t red_axis,
                                      const Pads& pads) {
+  // No updates at all (empty indices): the data passes through unchanged.
+  if (upd.numel() == 0) return data;
   Tensor zero = upd.ZerosLike();
   auto hit = onehot.Cast(dtypes::kInt32).Max({red_axis}).Cast(dtypes::kBool).Pad(pads);
   if (reduction == "none" || reduction == "add") {

@@ -17,8 +17,22 @@ namespace kiln {
 const Shape& ShapeInfer::Of(const UOpRef& root) {
   auto hit = memo_.find(root.get());
   if (hit != memo_.end()) return hit->second;
-  for (const UOp* u : Toposort(root)) {
-    if (memo_.count(u)) continue;
+  // Post-order over the nodes not seen yet (the walk stops at memoized
+  // ones, so asking for many nodes of a deep graph stays linear).
+  std::vector<const UOp*> order;
+  std::vector<std::pair<const UOp*, size_t>> stack = {{root.get(), 0}};
+  std::unordered_set<const UOp*> seen = {root.get()};
+  while (!stack.empty()) {
+    auto& [x, i] = stack.back();
+    if (i < x->src().size()) {
+      const UOp* s = x->src()[i++].get();
+      if (!memo_.count(s) && seen.insert(s).second) stack.push_back({s, 0});
+    } else {
+      order.push_back(x);
+      stack.pop_back();
+    }
+  }
+  for (const UOp* u : order) {
     Shape s;
     switch (u->op()) {
       case Op::kBuffer: s = {BufferOf(*u).size()}; break;
@@ -104,11 +118,31 @@ bool IsPadFused(const UOp& u, const std::unordered_map<const UOp*, int>& users,
 
 // ---------------- which nodes get their own buffer ----------------
 
+// Decides which nodes get their own buffer, by rules applied to a fixpoint:
+//   1. a reduce whose (unrealized) source holds reduces realizes them;
+//   2. a node whose kernel group would hold two reduces realizes them;
+//   3. a node seen through a view that is not a plain reshape is realized
+//      when its group holds a reduce, or when the view reads a computed
+//      value more often than it has elements;
+//   4. a node with a reduce in its group and several users is realized
+//      unless every use ends up in one kernel (OneKernelReads);
+//   5. so is a computed value with several users in different kernels when
+//      recomputing it in each would repeat a long chain of ops (kMaxRecompute):
+//      an unrolled recurrence (c_t = f * c_{t-1} + ...) would otherwise
+//      recompute its whole history in every step's kernel.
+// Rules only ever add nodes. One sweep visits the nodes in topological
+// order; after a change it recomputes the kernel groups it touched and
+// re-checks rule 4 where it can newly hold (the only rule a later
+// realization can turn on for an earlier node), so a sweep costs about one
+// pass over the graph instead of one pass per change. Sweeps repeat until
+// nothing changes (normally two).
 class RealizePlanner {
  public:
   RealizePlanner(const UOpList& roots, ShapeInfer* shapes) : shapes_(shapes) {
     order_ = Toposort(roots);
-    for (const UOp* u : order_) {
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const UOp* u = order_[i];
+      pos_[u] = i;
       std::set<const UOp*> seen;
       for (const UOpRef& s : u->src())
         if (seen.insert(s.get()).second) {
@@ -120,16 +154,14 @@ class RealizePlanner {
       if (!IsLeaf(*r)) realize_.insert(r.get());
   }
 
-  std::unordered_set<const UOp*> Run() {
+  absl::StatusOr<std::unordered_set<const UOp*>> Run() {
     for (const UOp* u : order_)
       if (u->op() == Op::kContiguous) realize_.insert(u);
     for (const UOp* u : order_)
       if (IsPadFused(*u, users_, shapes_)) pad_views_.insert(u->src(0).get());
-    for (int iter = 0; iter < 1000; ++iter) {
-      if (!Pass()) return realize_;
-    }
-    KILN_CHECK(false, "realize planning does not converge");
-    return realize_;
+    for (int sweep = 0; sweep < 64; ++sweep)
+      if (!Sweep()) return realize_;
+    return absl::InternalError("scheduler: realize planning does not converge");
   }
 
  private:
@@ -161,46 +193,122 @@ class RealizePlanner {
   // Unrealized reduces in u's kernel group (u itself included).
   const std::set<const UOp*>& Local(const UOp* u) { return local_[u]; }
 
-  bool Pass() {
+  // Ops a kernel computes to produce u from realized values (saturating).
+  static constexpr int64_t kMaxRecompute = 16;
+
+  void ComputeLocal(const UOp* u) {
+    std::set<const UOp*> l;
+    int64_t chain = IsComputed(*u) ? 1 : 0;
+    if (u->op() == Op::kReduceAxis) l.insert(u);
+    for (const UOpRef& s : u->src())
+      if (!Realized(s.get())) {
+        l.insert(local_[s.get()].begin(), local_[s.get()].end());
+        chain = std::min<int64_t>(chain + chain_[s.get()], 1 << 20);
+      }
+    local_[u] = std::move(l);
+    chain_[u] = chain;
+  }
+
+  // Rules 4 and 5 at u.
+  bool MultiUseRule(const UOp* u) {
+    if (Realized(u) || users_[u] < 2) return false;
+    if (Local(u).empty() && chain_[u] < kMaxRecompute) return false;
+    return !OneKernelReads(u);
+  }
+
+  // Rules 1-4 at u; appends the nodes they realize to *out.
+  void ApplyRules(const UOp* u, std::vector<const UOp*>* out) {
+    auto realize = [&](const UOp* x) {
+      if (realize_.insert(x).second) out->push_back(x);
+    };
+    if (u->op() == Op::kReduceAxis) {
+      const UOp* s = u->src(0).get();
+      if (!Realized(s))
+        for (const UOp* r : std::set<const UOp*>(Local(s))) realize(r);
+    } else if (Local(u).size() > 1) {
+      for (const UOp* r : std::set<const UOp*>(Local(u))) realize(r);
+    }
+    if (u->op() == Op::kView && !pad_views_.count(u)) {
+      const UOp* s = u->src(0).get();
+      if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*StOf(*u))) realize(s);
+      // A computed value read several times through a view (expand,
+      // sliding windows) is computed once instead of once per read.
+      if (!Realized(s) && IsComputed(*s) && Reads(*StOf(*u)) > kiln::Prod(shapes_->Of(s->ref())))
+        realize(s);
+    }
+    if (MultiUseRule(u)) realize(u);
+  }
+
+  // After `changed` were realized while the sweep stands at position `at`:
+  // recomputes the groups of the nodes between them and `at` that they fed,
+  // then re-checks rule 4 at the unrealized nodes feeding them (a use that
+  // became a kernel of its own may split their readers over two kernels).
+  void Settle(std::vector<const UOp*> changed, size_t at) {
+    std::set<size_t> feeders;  // candidates for rule 4, by position
+    while (!changed.empty()) {
+      std::set<size_t> dirty;
+      std::vector<const UOp*> stack = changed;
+      for (const UOp* r : changed) dirty.insert(pos_[r]);
+      while (!stack.empty()) {
+        const UOp* x = stack.back();
+        stack.pop_back();
+        for (const UOp* c : consumers_[x]) {
+          size_t p = pos_[c];
+          if (p > at || !dirty.insert(p).second) continue;
+          if (!Realized(c)) stack.push_back(c);
+        }
+      }
+      for (size_t p : dirty) ComputeLocal(order_[p]);
+      std::set<const UOp*> seen;
+      stack = changed;
+      while (!stack.empty()) {
+        const UOp* x = stack.back();
+        stack.pop_back();
+        for (const UOpRef& s : x->src())
+          if (!Realized(s.get()) && seen.insert(s.get()).second) {
+            feeders.insert(pos_[s.get()]);
+            stack.push_back(s.get());
+          }
+      }
+      changed.clear();
+      for (auto it = feeders.begin(); it != feeders.end(); ++it) {
+        const UOp* f = order_[*it];
+        if (MultiUseRule(f)) {  // one at a time: groups change with each
+          realize_.insert(f);
+          changed.push_back(f);
+          feeders.erase(it);
+          break;
+        }
+      }
+    }
+  }
+
+  bool Sweep() {
+    bool any = false;
     local_.clear();
-    for (const UOp* u : order_) {
-      std::set<const UOp*> l;
-      if (u->op() == Op::kReduceAxis) l.insert(u);
-      for (const UOpRef& s : u->src())
-        if (!Realized(s.get())) l.insert(local_[s.get()].begin(), local_[s.get()].end());
-      local_[u] = std::move(l);
-    }
-    bool changed = false;
-    auto realize = [&](const UOp* u) { changed |= realize_.insert(u).second; };
-    for (const UOp* u : order_) {
-      if (u->op() == Op::kReduceAxis) {
-        const UOp* s = u->src(0).get();
-        if (!Realized(s))
-          for (const UOp* r : Local(s)) realize(r);
-      } else if (Local(u).size() > 1) {
-        for (const UOp* r : Local(u)) realize(r);
+    chain_.clear();
+    for (size_t i = 0; i < order_.size(); ++i) {
+      ComputeLocal(order_[i]);
+      for (;;) {
+        std::vector<const UOp*> changed;
+        ApplyRules(order_[i], &changed);
+        if (changed.empty()) break;
+        any = true;
+        Settle(std::move(changed), i);
       }
-      if (u->op() == Op::kView && !pad_views_.count(u)) {
-        const UOp* s = u->src(0).get();
-        if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*StOf(*u))) realize(s);
-        // A computed value read several times through a view (expand,
-        // sliding windows) is computed once instead of once per read.
-        if (!Realized(s) && IsComputed(*s) && Reads(*StOf(*u)) > kiln::Prod(shapes_->Of(s->ref())))
-          realize(s);
-      }
-      if (!Realized(u) && !Local(u).empty() && users_[u] > 1 && !OneKernelReads(u)) realize(u);
-      if (changed) return true;  // recompute groups after each change
     }
-    return changed;
+    return any;
   }
 
   ShapeInfer* shapes_;
   std::vector<const UOp*> order_;
+  std::unordered_map<const UOp*, size_t> pos_;
   std::unordered_map<const UOp*, int> users_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> consumers_;
   std::unordered_set<const UOp*> realize_;
   std::unordered_set<const UOp*> pad_views_;  // views of pad-fused copies
   std::unordered_map<const UOp*, std::set<const UOp*>> local_;
+  std::unordered_map<const UOp*, int64_t> chain_;  // see kMaxRecompute
 
  public:
   // The padding views of the CONTIGUOUS copies that IsPadFused accepted.
@@ -421,7 +529,7 @@ void PlanMemory(Schedule* s, const std::unordered_set<const UOp*>& outputs,
 absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string& device) {
   ShapeInfer shapes;
   RealizePlanner planner(roots, &shapes);
-  std::unordered_set<const UOp*> realized = planner.Run();
+  ASSIGN_OR_RETURN(std::unordered_set<const UOp*> realized, planner.Run());
   std::vector<const UOp*> order = Toposort(roots);
 
   Schedule sched;

@@ -299,6 +299,35 @@ TEST_P(ReduceMovementTest, AsStrided) {
   EXPECT_FALSE(v.AsStrided({3}, {-4}, 2).ok());
 }
 
+// A kernel whose load of one buffer folds away (only its zero padding is
+// read) still binds every buffer to its own parameter.
+TEST_P(ReduceMovementTest, BufferReadOnlyThroughItsPadding) {
+  Tensor a = T({1, 2, 3, 4}, {4});
+  Tensor b = T({10, 20, 30, 40}, {4});
+  Tensor c = T({100, 200, 300, 400}, {4});
+  Check((b + a.Pad({{4, 0}}).Shrink({{0, 4}}) + c), {110, 220, 330, 440});
+  // A slice of a concatenation that covers only some of its parts (an FPN
+  // level's scores cut out of all levels, as RetinaNet does).
+  Tensor cat = Tensor::Cat({a, b, c}, 0);
+  Check((cat.Shrink({{4, 8}}) * 2 + a), {21, 42, 63, 84});
+  Check((cat.Shrink({{0, 2}}).Sum() + cat.Shrink({{10, 12}})), {303, 403});
+}
+
+// One lazy graph with thousands of reduces that each need their own kernel
+// (an unrolled recurrence): the scheduler plans it in one realize. The old
+// planner restarted after every decision and gave up after 1000 (an abort).
+TEST_P(ReduceMovementTest, ThousandsOfReducesInOneGraph) {
+  std::vector<double> ref = {1, 2, 3, 4};
+  Tensor x = T({1, 2, 3, 4}, {4});
+  for (int i = 0; i < 1500; ++i) {
+    x = (x - x.Mean()) * 0.998 + x.Max() * 0.25;
+    double mean = (ref[0] + ref[1] + ref[2] + ref[3]) / 4;
+    double max = *std::max_element(ref.begin(), ref.end());
+    for (double& v : ref) v = (v - mean) * 0.998 + max * 0.25;
+  }
+  Check(x, ref, 1e-4, 1e-3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ReduceMovementTest, ::testing::ValuesIn(TestDevices()),
                          DeviceParamName);
 

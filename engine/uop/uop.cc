@@ -134,6 +134,7 @@ struct UOpInternTable {
 
   UOpRef Get(Op op, DType dtype, UOpList src, Arg arg);
   void Remove(UOp* u);
+  static void Destroy(UOp* u);
   size_t Size() {
     size_t n = 0;
     for (auto& s : shards) {
@@ -162,6 +163,29 @@ void UOpInternTable::Remove(UOp* u) {
   }
 }
 
+// The deleter of every UOp. Releasing a node's sources may free them in
+// turn; done recursively, a long chain (an unrolled recurrence of 10^5 ops)
+// would overflow the stack. The outermost call drains a worklist instead,
+// and nested calls hand their sources to it.
+void UOpInternTable::Destroy(UOp* u) {
+  thread_local std::vector<UOpRef>* pending = nullptr;
+  Table().Remove(u);
+  UOpList srcs = std::move(u->src_);
+  delete u;
+  if (pending != nullptr) {
+    for (UOpRef& s : srcs) pending->push_back(std::move(s));
+    return;
+  }
+  std::vector<UOpRef> work = std::move(srcs);
+  pending = &work;
+  while (!work.empty()) {
+    UOpRef r = std::move(work.back());
+    work.pop_back();
+    r.reset();  // may free a node, whose sources land in `work`
+  }
+  pending = nullptr;
+}
+
 UOpRef UOpInternTable::Get(Op op, DType dtype, UOpList src, Arg arg) {
   size_t h = Mix(static_cast<size_t>(op), dtype.Hash());
   for (const UOpRef& s : src) h = Mix(h, std::hash<const void*>()(s.get()));
@@ -178,10 +202,7 @@ UOpRef UOpInternTable::Get(Op op, DType dtype, UOpList src, Arg arg) {
     if (UOpRef live = it->second->weak_from_this().lock()) return live;
   }
   UOp* raw = new UOp(op, dtype, src, arg, h);
-  UOpRef ref(raw, [](UOp* u) {
-    Table().Remove(u);
-    delete u;
-  });
+  UOpRef ref(raw, &Destroy);
   s.nodes.emplace(h, raw);
   return ref;
 }

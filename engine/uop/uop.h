@@ -125,7 +125,7 @@ class UOp : public std::enable_shared_from_this<UOp> {
 
   const Op op_;
   const DType dtype_;
-  const UOpList src_;
+  UOpList src_;  // not const: destruction moves the sources out (uop.cc)
   const Arg arg_;
   const size_t hash_;
   int64_t vmin_ = 0, vmax_ = 0;

@@ -201,7 +201,7 @@ TEST(E2eDashboardTest, EveryQueryRunsOnPrometheusOverKilndMetrics) {
   }
   // Data: rate() needs two scrapes (1 s apart) of a series; the failure and
   // RPC series appear with the traffic.
-  absl::Time deadline = absl::Now() + absl::Seconds(15);
+  absl::Time deadline = absl::Now() + absl::Seconds(90);
   while (!waiting.empty() && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(500));
     for (auto it = waiting.begin(); it != waiting.end();) {

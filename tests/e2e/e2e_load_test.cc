@@ -4,7 +4,9 @@
 // request of another model, and no request of a reloaded model, is lost).
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -96,8 +98,17 @@ TEST(E2eLoadTest, SixtyFourClientsGetExactlyTheirOwnOutputs) {
   uint64_t rows = after.inferences - before.inferences;
   uint64_t runs = after.executions - before.executions;
   EXPECT_EQ(rows, static_cast<uint64_t>(kClients * kRequests * 2));  // rows average 2
-  EXPECT_LT(runs * 3, rows) << "batching was not active: " << runs << " runs for " << rows
-                            << " rows";
+  // Batching merged requests: some execution ran more rows than one request
+  // has (at most 3). How many merge depends on the machine's speed, so only
+  // that it happens is checked.
+  EXPECT_LT(runs, static_cast<uint64_t>(kClients * kRequests));
+  auto stats = admin->ModelStatistics("batched");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  uint64_t largest = 0;
+  for (const auto& b : stats->model_stats(0).batch_stats())
+    largest = std::max<uint64_t>(largest, b.batch_size());
+  EXPECT_GT(largest, 3u) << "no execution merged two requests (" << runs << " runs for " << rows
+                         << " rows)";
   (*p)->Signal(SIGTERM);
   EXPECT_EQ(*(*p)->Wait(absl::Seconds(30)), 0);
 }
@@ -132,29 +143,43 @@ TEST(E2eLoadTest, LoadAndUnloadUnderTrafficLoseNoRequest) {
       }
     }
   };
+  // Each phase waits until traffic has made progress (bounded by a generous
+  // deadline) instead of for a fixed time, so a slow machine only makes the
+  // test slower; the assertions are that progress happened and that no
+  // request was lost or answered wrongly.
+  auto wait_for = [](const std::function<bool()>& done) {
+    absl::Time deadline = absl::Now() + absl::Seconds(60);
+    while (!done() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+    return done();
+  };
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) threads.emplace_back(traffic, "simple", i);
   for (int i = 0; i < 4; ++i) threads.emplace_back(traffic, "other", 10 + i);
-  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_TRUE(wait_for([&] { return simple_ok.load() >= 8 && other_ok.load() >= 8; }))
+      << "no traffic: simple " << simple_ok.load() << ", other " << other_ok.load();
   for (int i = 0; i < 3; ++i) {  // reloads swap versions under traffic
     absl::Status s = admin->LoadModel("other");
     ASSERT_TRUE(s.ok()) << s;
-    absl::SleepFor(absl::Milliseconds(100));
+    int before = other_ok.load();
+    EXPECT_TRUE(wait_for([&] { return other_ok.load() >= before + 4; }))
+        << "no traffic to 'other' after reload " << i;
   }
-  int other_before_unload = other_ok.load();
   unloading = true;
   ASSERT_TRUE(admin->UnloadModel("other").ok());
-  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_TRUE(wait_for([&] { return other_unavailable.load() > 0; }))
+      << "requests to the unloaded model were not refused";
   EXPECT_FALSE(*admin->ModelReady("other"));
+  int simple_before = simple_ok.load();
+  EXPECT_TRUE(wait_for([&] { return simple_ok.load() >= simple_before + 4; }))
+      << "'simple' stopped answering while 'other' was unloaded";
   ASSERT_TRUE(admin->LoadModel("other").ok());
-  absl::SleepFor(absl::Milliseconds(200));
+  int other_before = other_ok.load();
+  EXPECT_TRUE(wait_for([&] { return other_ok.load() > other_before; }))
+      << "'other' does not answer after it was loaded again";
   stop = true;
   for (auto& t : threads) t.join();
   for (const std::string& e : errors) ADD_FAILURE() << e;
   EXPECT_EQ(lost.load(), 0);
-  EXPECT_GT(simple_ok.load(), 20);
-  EXPECT_GT(other_before_unload, 20);
-  EXPECT_GT(other_unavailable.load(), 0);
   (*p)->Signal(SIGTERM);
   EXPECT_EQ(*(*p)->Wait(absl::Seconds(30)), 0);
 }

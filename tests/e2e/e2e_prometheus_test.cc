@@ -77,14 +77,14 @@ TEST(E2ePrometheusTest, PrometheusSeesFlopCountersGrow) {
   const std::string query = "sum(kiln_estimated_flops_total{job=\"kilnd\",model=\"simple\"})";
   Infer(client.get(), 20);
   double first = -1;
-  for (int i = 0; i < 150 && first <= 0; ++i) {
+  for (absl::Time end = absl::Now() + absl::Seconds(90); first <= 0 && absl::Now() < end;) {
     first = QueryValue(**prom, query);
     if (first <= 0) absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_GT(first, 0) << "prometheus never saw kiln's FLOP counter";
   Infer(client.get(), 50);
   double later = first;
-  for (int i = 0; i < 150 && later <= first; ++i) {
+  for (absl::Time end = absl::Now() + absl::Seconds(90); later <= first && absl::Now() < end;) {
     later = QueryValue(**prom, query);
     if (later <= first) absl::SleepFor(absl::Milliseconds(100));
   }

@@ -19,7 +19,7 @@ constexpr char kSlow[] = R"pb(
           { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
   output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
            { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 30000000 }
+  dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 600000000 }
 )pb";
 
 TEST(E2eShutdownTest, SigtermDrainsInFlightRequests) {
@@ -45,19 +45,17 @@ TEST(E2eShutdownTest, SigtermDrainsInFlightRequests) {
   const std::string kQueued =
       absl::StrCat("kiln_pending_requests{model=\"slow\",version=\"1\"} ", kInFlight);
   bool queued = false;
-  for (int i = 0; i < 1000 && !queued; ++i) {
+  for (absl::Time deadline = absl::Now() + absl::Seconds(60); !queued && absl::Now() < deadline;) {
     queued = testing::HttpGet((*p)->metrics_port(), "/metrics").value_or("").find(kQueued) !=
              std::string::npos;
     if (!queued) absl::SleepFor(absl::Milliseconds(10));
   }
   ASSERT_TRUE(queued);
-  absl::Time start = absl::Now();
   (*p)->Signal(SIGTERM);
   for (auto& t : threads) t.join();
   auto code = (*p)->Wait(absl::Seconds(30));
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
   for (int i = 0; i < kInFlight; ++i) {
     ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status();
     std::vector<float> a = Floats(inputs[i][0]), b = Floats(inputs[i][1]);

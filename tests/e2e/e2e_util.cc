@@ -128,11 +128,12 @@ KilnProcess::~KilnProcess() {
 
 std::string KilnProcess::address() const { return absl::StrCat("127.0.0.1:", grpc_port_); }
 
-std::unique_ptr<KilnClient> KilnProcess::Client(const std::string& token) const {
+std::unique_ptr<KilnClient> KilnProcess::Client(const std::string& token,
+                                                absl::Duration timeout) const {
   ClientOptions o;
   o.address = address();
   o.auth_token = token;
-  o.timeout = absl::Seconds(30);
+  o.timeout = timeout;
   return *KilnClient::Connect(o);
 }
 

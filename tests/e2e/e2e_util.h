@@ -45,7 +45,10 @@ class KilnProcess {
   int metrics_port() const { return metrics_port_; }
   pid_t pid() const { return pid_; }
   std::string address() const;
-  std::unique_ptr<KilnClient> Client(const std::string& token = "") const;
+  // Calls time out after `timeout` (a first call of a big model compiles
+  // its kernels).
+  std::unique_ptr<KilnClient> Client(const std::string& token = "",
+                                     absl::Duration timeout = absl::Seconds(30)) const;
   bool Running();
   void Signal(int sig);
   // Waits for exit; returns the exit code (or -signal), or an error on timeout.
@@ -68,7 +71,7 @@ class PrometheusProcess {
  public:
   // Starts it and waits until /-/ready answers (or fails if it exits first).
   static absl::StatusOr<std::unique_ptr<PrometheusProcess>> Start(
-      const std::string& name, int target_port, absl::Duration timeout = absl::Seconds(30));
+      const std::string& name, int target_port, absl::Duration timeout = absl::Seconds(90));
   // Stops it: SIGTERM, then waits for the exit.
   ~PrometheusProcess();
 

@@ -1,0 +1,124 @@
+// The model zoo (tools/zoo: torchvision / torch architectures with seeded
+// random weights, exported by Debian's torch) through kiln's CPU device,
+// compared with onnxruntime-node's outputs on the same inputs. Every line of
+// $KILN_DATA/zoo/manifest.tsv is one gtest case ("resnet18_op17_b8"); the
+// target is sharded, and consecutive cases of one model share its load.
+// A missing zoo fails (tools/fetch_testdata makes it; tools/test runs that).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/onnx/model.h"
+#include "engine/onnx/npy.h"
+#include "engine/tensor/test_util.h"
+#include "tests/zoo/zoo_check.h"
+#include "tests/zoo/zoo_manifest.h"
+
+namespace kiln {
+namespace {
+
+struct Loaded {
+  std::string path;
+  std::unique_ptr<OnnxModel> model;
+};
+
+Loaded& LastModel() {
+  static Loaded* l = new Loaded();
+  return *l;
+}
+
+absl::StatusOr<ZooValues> ToValues(const HostTensor& h) {
+  ZooValues v;
+  v.shape = h.shape;
+  v.data = h.Doubles();
+  return v;
+}
+
+class ZooCaseTest : public ::testing::Test {
+ public:
+  ZooCaseTest(std::string dir, ZooCase c) : dir_(std::move(dir)), c_(std::move(c)) {}
+
+  void TestBody() override {
+    Engine* e = TestEngine();
+    Loaded& l = LastModel();
+    std::string path = dir_ + "/" + c_.model;
+    if (l.path != path) {
+      l.model.reset();
+      auto m = OnnxModel::Load(path, e, "CPU");
+      ASSERT_TRUE(m.ok()) << m.status();
+      l.model = std::move(*m);
+      l.path = path;
+    }
+    const OnnxModel& model = *l.model;
+    ASSERT_EQ(model.inputs().size(), c_.inputs.size());
+    std::vector<Tensor> ins;
+    for (size_t i = 0; i < c_.inputs.size(); ++i) {
+      ASSERT_EQ(model.inputs()[i].name, c_.inputs[i].first) << "input order";
+      auto h = ReadNpy(dir_ + "/" + c_.inputs[i].second);
+      ASSERT_TRUE(h.ok()) << h.status();
+      ins.push_back(h->ToTensor(e, "CPU"));
+    }
+    auto start = std::chrono::steady_clock::now();
+    auto outs = model.Run(ins);
+    ASSERT_TRUE(outs.ok()) << outs.status();
+    std::vector<Tensor*> ptrs;
+    for (Tensor& t : *outs) ptrs.push_back(&t);
+    absl::Status st = Tensor::RealizeAll(ptrs);
+    ASSERT_TRUE(st.ok()) << st;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+    ASSERT_EQ(outs->size(), c_.outputs.size());
+    double max_err = 0;
+    for (size_t i = 0; i < outs->size(); ++i) {
+      auto got = ReadBack((*outs)[i]);
+      ASSERT_TRUE(got.ok()) << got.status();
+      auto want = ReadNpy(dir_ + "/" + c_.outputs[i].second);
+      ASSERT_TRUE(want.ok()) << want.status();
+      bool argmax = false;
+      for (const auto& [kind, index] : c_.checks)
+        argmax |= kind == "argmax" && index == static_cast<int>(i);
+      CompareResult r;
+      absl::Status cmp = CompareOutput(c_.outputs[i].first, *ToValues(*got), *ToValues(*want),
+                                       c_.atol, c_.rtol, argmax, &r);
+      EXPECT_TRUE(cmp.ok()) << c_.Id() << ": " << cmp.message();
+      max_err = std::max(max_err, r.max_abs_err);
+    }
+    std::printf("zoo %s: max abs error %.3g, first run %.0f ms (with compiles; ORT %.1f ms)\n",
+                c_.Id().c_str(), max_err, ms, c_.ort_ms);
+  }
+
+ private:
+  std::string dir_;
+  ZooCase c_;
+};
+
+void RegisterZoo() {
+  std::string dir = ZooDir();
+  auto cases = ReadZooManifest(dir);
+  if (!cases.ok()) {
+    std::string msg(cases.status().message());
+    ::testing::RegisterTest("zoo", "manifest", nullptr, nullptr, __FILE__, __LINE__,
+                            [msg]() -> ::testing::Test* {
+                              struct Missing : ::testing::Test {
+                                explicit Missing(std::string m) : m_(std::move(m)) {}
+                                void TestBody() override { FAIL() << m_; }
+                                std::string m_;
+                              };
+                              return new Missing(msg);
+                            });
+    return;
+  }
+  for (const ZooCase& c : *cases)
+    ::testing::RegisterTest("zoo", c.Id().c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [dir, c]() -> ::testing::Test* { return new ZooCaseTest(dir, c); });
+}
+
+}  // namespace
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  kiln::RegisterZoo();
+  return RUN_ALL_TESTS();
+}
