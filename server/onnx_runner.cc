@@ -55,49 +55,16 @@ class OnnxRunner : public ModelRunner {
     stats->input_ns = NsSince(t0);
 
     absl::Time t1 = absl::Now();
-    std::vector<Tensor> outs;
-    {
-      CaptureScope scope;  // sees the kernels of plain runs (not of replays)
-      Jit::Stats before = jit_.stats();
-      absl::StatusOr<std::vector<Tensor>> r =
-          jit_disabled_ ? absl::StatusOr<std::vector<Tensor>>(absl::FailedPreconditionError(""))
-                        : jit_(tensors);
-      if (!jit_disabled_ && !r.ok() && r.status().code() == absl::StatusCode::kFailedPrecondition) {
-        jit_disabled_ = true;  // cannot be captured: run plainly from now on
-      }
-      if (jit_disabled_) {
-        r = model_->Run(tensors);
-        if (r.ok()) {
-          std::vector<Tensor*> ptrs;
-          for (Tensor& t : *r) ptrs.push_back(&t);
-          RETURN_IF_ERROR(Tensor::RealizeAll(ptrs));
-        }
-        stats->path = RunStats::Path::kPlain;
-      }
-      if (!r.ok()) return r.status();
-      outs = std::move(*r);
-      if (!jit_disabled_) {
-        Jit::Stats after = jit_.stats();
-        if (after.replays > before.replays) stats->path = RunStats::Path::kReplay;
-        else if (after.captures > before.captures) stats->path = RunStats::Path::kCapture;
-        else stats->path = RunStats::Path::kPlain;
-      }
-      if (stats->path == RunStats::Path::kPlain) {
-        for (const ExecItem& e : scope.items()) {
-          stats->flops += e.kernel->flops;
-          stats->bytes += e.kernel->bytes;
-          ++stats->kernels;
-        }
-      } else {
-        std::string sig = Jit::Signature(tensors);
-        for (const Jit::CaptureInfo& c : jit_.captures()) {
-          if (c.signature != sig) continue;
-          stats->flops = c.flops;
-          stats->bytes = c.bytes;
-          stats->kernels = c.kernels;
-        }
-      }
+    ASSIGN_OR_RETURN(Jit::Result r, jit_.Call(tensors));
+    switch (r.path) {
+      case Jit::Path::kPlain: stats->path = RunStats::Path::kPlain; break;
+      case Jit::Path::kCapture: stats->path = RunStats::Path::kCapture; break;
+      case Jit::Path::kReplay: stats->path = RunStats::Path::kReplay; break;
     }
+    stats->flops = r.flops;
+    stats->bytes = r.bytes;
+    stats->kernels = r.kernels;
+    std::vector<Tensor> outs = std::move(r.outputs);
     stats->infer_ns = NsSince(t1);
 
     absl::Time t2 = absl::Now();
@@ -124,7 +91,6 @@ class OnnxRunner : public ModelRunner {
   std::shared_ptr<const OnnxModel> model_;
   Engine* const engine_;
   Jit jit_;
-  bool jit_disabled_ = false;
 };
 
 class OnnxBackend : public ModelBackend {

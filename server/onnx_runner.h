@@ -4,10 +4,11 @@
 // OnnxLoader::Load parses the model and uploads its weights once
 // (OnnxModel); each runner wraps OnnxModel::Run in its own kiln::Jit, so a
 // batch shape runs plainly on first sight, is captured on the second call
-// and replayed afterwards. If a model cannot be captured (it reads tensor
-// data on the host while building its graph) the runner falls back to
-// plain runs for good. FLOP / byte estimates come from the engine's
-// per-kernel estimates (the capture's totals for replays).
+// and replayed afterwards; a model that reads tensor data on the host while
+// building its graph (NonZero, NMS, Loop) is captured in segments that
+// break at those reads, and the JIT itself falls back to plain runs where
+// that does not pay (engine/jit/jit.h). The JIT reports the path each call
+// took and the engine's FLOP / byte estimates of the kernels it ran.
 //
 // Thread safety: OnnxLoader and the backend are thread-safe; a runner is
 // used by one thread at a time.

@@ -7,37 +7,19 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/flags.h"
 #include "engine/base/status.h"
+#include "engine/jit/capture.h"
 #include "engine/shape/shape_tracker.h"
 #include "engine/uop/buffer.h"
 
 namespace kiln {
 
-struct Jit::Capture {
-  struct Slot {
-    size_t item;
-    size_t pos;
-  };
-  struct Output {
-    Shape shape;
-    DType dtype;
-    size_t nbytes = 0;
-    std::vector<Slot> slots;
-    int alias_input = -1;   // the output is input i itself
-    int same_as = -1;       // the output is an earlier output
-    BufferRef constant;     // not written by any kernel: copied per replay
-  };
-  std::string signature;
-  Engine* engine = nullptr;
-  std::string device;
-  std::vector<ExecItem> items;           // intermediates stay referenced here
-  std::vector<std::vector<void*>> ptrs;  // device pointers per item, patched per replay
-  std::vector<std::vector<Slot>> inputs;
-  std::vector<Output> outputs;
+struct Jit::Entry {
+  uint64_t calls = 0, hits = 0, misses = 0;
+  // Replays of this signature mostly missed: run plainly from now on.
+  bool plain_only = false;
+  std::unique_ptr<jit_internal::CaptureTree> tree;
+  size_t kernels = 0;  // the last path recorded or replayed
   double flops = 0, bytes = 0;
-  uint64_t replays = 0;
-  // The device's launch graph of the items, with the pointers it holds.
-  std::unique_ptr<GraphExecutor> graph;
-  std::vector<std::vector<void*>> graph_ptrs;
 };
 
 Jit::Jit(Fn fn, Options options) : fn_(std::move(fn)), options_(options) {}
@@ -82,169 +64,39 @@ absl::Status PrepareInputs(const std::vector<Tensor>& in, std::vector<Tensor>* o
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> Jit::RunPlain(const std::vector<Tensor>& inputs) {
-  ASSIGN_OR_RETURN(std::vector<Tensor> outs, fn_(inputs));
+absl::StatusOr<Jit::Result> Jit::RunPlain(const std::vector<Tensor>& inputs,
+                                           jit_internal::Recording* rec) {
+  Result r;
+  CaptureScope scope;  // what ran, and what was read back
+  ASSIGN_OR_RETURN(r.outputs, fn_(inputs));
   std::vector<Tensor*> ptrs;
-  for (Tensor& t : outs) ptrs.push_back(&t);
+  for (Tensor& t : r.outputs) ptrs.push_back(&t);
   RETURN_IF_ERROR(Tensor::RealizeAll(ptrs));
-  return outs;
+  for (const ExecItem& e : scope.items()) {
+    r.flops += e.kernel->flops;
+    r.bytes += e.kernel->bytes;
+  }
+  r.kernels = scope.items().size();
+  if (rec) {
+    rec->items = scope.Take();
+    rec->reads = scope.TakeReads();
+  }
+  return r;
 }
 
-absl::StatusOr<std::unique_ptr<Jit::Capture>> Jit::Record(const std::vector<Tensor>& inputs,
-                                                          const std::vector<BufferRef>& in_bufs,
-                                                          std::vector<Tensor>* outputs) {
-  auto c = std::make_unique<Capture>();
-  {
-    CaptureScope scope;
-    ASSIGN_OR_RETURN(*outputs, RunPlain(inputs));
-    if (scope.host_reads() > 0)
-      return absl::FailedPreconditionError(
-          "jit: the function read tensor data on the host while being captured; a replay "
-          "could not repeat that decision, so it cannot be captured");
-    c->items = scope.Take();
-  }
-  c->signature = Signature(inputs);
-  c->engine = inputs.empty() ? (outputs->empty() ? nullptr : (*outputs)[0].engine())
-                             : inputs[0].engine();
-  c->device = inputs.empty() ? (outputs->empty() ? "CPU" : (*outputs)[0].device())
-                             : inputs[0].device();
-  c->inputs.resize(in_bufs.size());
-  std::vector<BufferRef> out_bufs;
-  for (Tensor& t : *outputs) {
-    ASSIGN_OR_RETURN(BufferRef b, t.Buffer());
-    out_bufs.push_back(b);
-  }
-  for (size_t k = 0; k < c->items.size(); ++k) {
-    const ExecItem& e = c->items[k];
-    c->flops += e.kernel->flops;
-    c->bytes += e.kernel->bytes;
-    for (size_t p = 0; p < e.bufs.size(); ++p)
-      for (size_t i = 0; i < in_bufs.size(); ++i)
-        if (e.bufs[p] == in_bufs[i]) c->inputs[i].push_back({k, p});
-  }
-  for (size_t o = 0; o < outputs->size(); ++o) {
-    Capture::Output out;
-    out.shape = (*outputs)[o].shape();
-    out.dtype = (*outputs)[o].dtype();
-    out.nbytes = out_bufs[o]->nbytes();
-    for (size_t j = 0; j < o; ++j)
-      if (out_bufs[j] == out_bufs[o]) out.same_as = static_cast<int>(j);
-    for (size_t i = 0; i < in_bufs.size() && out.same_as < 0; ++i)
-      if (in_bufs[i] == out_bufs[o]) out.alias_input = static_cast<int>(i);
-    if (out.same_as < 0 && out.alias_input < 0) {
-      // Written by a captured kernel: every use of it is patched per replay.
-      // Otherwise (a buffer made before or outside the kernels) it is a
-      // constant: kernels keep reading it, and each replay returns a copy.
-      bool produced = false;
-      for (const ExecItem& e : c->items) produced |= !e.bufs.empty() && e.bufs[0] == out_bufs[o];
-      if (produced) {
-        for (size_t k = 0; k < c->items.size(); ++k)
-          for (size_t p = 0; p < c->items[k].bufs.size(); ++p)
-            if (c->items[k].bufs[p] == out_bufs[o]) out.slots.push_back({k, p});
-      } else {
-        out.constant = out_bufs[o];
-      }
-    }
-    c->outputs.push_back(std::move(out));
-  }
-  // Device pointers; the caller's inputs and outputs are not kept alive.
-  for (ExecItem& e : c->items) {
-    std::vector<void*> p;
-    for (const BufferRef& b : e.bufs) {
-      ASSIGN_OR_RETURN(void* ptr, b->Ptr());
-      p.push_back(ptr);
-    }
-    c->ptrs.push_back(std::move(p));
-  }
-  for (const auto& slots : c->inputs)
-    for (const auto& s : slots) c->items[s.item].bufs[s.pos].reset();
-  for (const auto& o : c->outputs)
-    for (const auto& s : o.slots) c->items[s.item].bufs[s.pos].reset();
-  if (options_.use_graphs && c->engine != nullptr && !c->items.empty()) {
-    ASSIGN_OR_RETURN(Device * dev, c->engine->GetDevice(c->device));
-    std::vector<GraphLaunch> launches;
-    for (size_t k = 0; k < c->items.size(); ++k) {
-      const ExecItem& e = c->items[k];
-      launches.push_back({e.kernel->program.get(), c->ptrs[k], e.vars, e.kernel->dims});
-    }
-    // Devices without graphs (CPU, INTERP) answer Unimplemented: plain replay.
-    absl::StatusOr<std::unique_ptr<GraphExecutor>> g = dev->NewGraph(launches);
-    if (g.ok()) {
-      c->graph = std::move(g).value();
-      c->graph_ptrs = c->ptrs;
-    } else if (g.status().code() != absl::StatusCode::kUnimplemented) {
-      return g.status();
-    }
-  }
-  return c;
-}
-
-absl::StatusOr<std::vector<Tensor>> Jit::Replay(Capture* c, const std::vector<Tensor>& inputs,
-                                                const std::vector<BufferRef>& in_bufs) {
-  for (size_t i = 0; i < in_bufs.size(); ++i) {
-    ASSIGN_OR_RETURN(void* p, in_bufs[i]->Ptr());
-    for (const auto& s : c->inputs[i]) c->ptrs[s.item][s.pos] = p;
-  }
-  ASSIGN_OR_RETURN(Device * dev, c->engine->GetDevice(c->device));
-  std::vector<BufferRef> outs(c->outputs.size());
-  for (size_t o = 0; o < c->outputs.size(); ++o) {
-    const Capture::Output& out = c->outputs[o];
-    if (out.same_as >= 0 || out.alias_input >= 0) continue;
-    ASSIGN_OR_RETURN(outs[o], dev->NewBuffer(out.nbytes));
-    ASSIGN_OR_RETURN(void* p, outs[o]->Ptr());
-    for (const auto& s : out.slots) c->ptrs[s.item][s.pos] = p;
-    if (out.constant) {
-      std::vector<uint8_t> host(out.nbytes);
-      RETURN_IF_ERROR(out.constant->CopyOut(host.data(), host.size()));
-      RETURN_IF_ERROR(outs[o]->CopyIn(host.data(), host.size()));
-    }
-  }
-  const bool debug = Env().debug >= 2;
-  if (c->graph) {
-    // Patch the launches whose buffers changed, then one graph launch.
-    for (size_t k = 0; k < c->items.size(); ++k) {
-      if (c->ptrs[k] == c->graph_ptrs[k]) continue;
-      RETURN_IF_ERROR(c->graph->Update(k, c->ptrs[k], c->items[k].vars));
-      c->graph_ptrs[k] = c->ptrs[k];
-    }
-    double t = 0;
-    RETURN_IF_ERROR(c->graph->Run(debug, debug ? &t : nullptr));
-    if (debug)
-      std::fprintf(stderr, "jit graph of %zu kernels: %9.2f us\n", c->items.size(), t * 1e6);
-  }
-  for (size_t k = 0; k < c->items.size() && !c->graph; ++k) {
-    const ExecItem& e = c->items[k];
-    double t = 0;
-    RETURN_IF_ERROR(e.kernel->program->Launch(c->ptrs[k], e.vars, e.kernel->dims, debug,
-                                              debug ? &t : nullptr));
-    if (debug) std::fprintf(stderr, "%s (jit)\n", DebugLine(*e.kernel, t).c_str());
-  }
-  std::vector<Tensor> result;
-  for (size_t o = 0; o < c->outputs.size(); ++o) {
-    const Capture::Output& out = c->outputs[o];
-    if (out.same_as >= 0) {
-      result.push_back(result[out.same_as]);
-    } else if (out.alias_input >= 0) {
-      result.push_back(inputs[out.alias_input].Reshape(out.shape));
-    } else {
-      result.push_back(Tensor::FromBuffer(c->engine, outs[o], out.shape, out.dtype, c->device));
-    }
-  }
-  c->replays++;
-  return result;
-}
-
-absl::StatusOr<std::vector<Tensor>> Jit::operator()(const std::vector<Tensor>& inputs) {
+absl::StatusOr<Jit::Result> Jit::Call(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> prepared;
   std::vector<BufferRef> bufs;
   RETURN_IF_ERROR(PrepareInputs(inputs, &prepared, &bufs));
   for (const Tensor& t : prepared)
-    if (!prepared.empty() && (t.engine() != prepared[0].engine()))
+    if (t.engine() != prepared[0].engine())
       return absl::InvalidArgumentError("jit: inputs belong to different engines");
   std::string sig = Signature(prepared);
   absl::MutexLock l(&mu_);
   stats_.calls++;
-  Entry& e = entries_[sig];
+  std::unique_ptr<Entry>& slot = entries_[sig];
+  if (!slot) slot = std::make_unique<Entry>();
+  Entry& e = *slot;
   lru_.remove(sig);
   lru_.push_front(sig);
   while (lru_.size() > options_.max_captures) {
@@ -252,31 +104,75 @@ absl::StatusOr<std::vector<Tensor>> Jit::operator()(const std::vector<Tensor>& i
     lru_.pop_back();
   }
   e.calls++;
-  if (e.capture) {
-    stats_.replays++;
-    return Replay(e.capture.get(), prepared, bufs);
+  const bool debug = Env().debug >= 1;
+  if (e.calls > 1 && !e.plain_only && e.tree && !e.tree->empty()) {
+    ASSIGN_OR_RETURN(jit_internal::CaptureTree::Replayed rp, e.tree->Replay(prepared, bufs));
+    if (rp.hit) {
+      e.hits++;
+      stats_.replays++;
+      e.kernels = rp.kernels;
+      e.flops = rp.flops;
+      e.bytes = rp.bytes;
+      return Result{std::move(rp.outputs), Path::kReplay, rp.kernels, rp.flops, rp.bytes};
+    }
+    // A read found bytes no recorded path read: what ran so far is wasted,
+    // and the call runs (and records) from the start.
+    e.misses++;
+    stats_.misses++;
+    if (e.misses >= 4 && e.misses > 2 * e.hits) {
+      e.plain_only = true;
+      if (debug)
+        std::fprintf(stderr, "jit: %s: %llu of %llu replays missed; running it plainly\n",
+                     sig.c_str(), static_cast<unsigned long long>(e.misses),
+                     static_cast<unsigned long long>(e.hits + e.misses));
+    }
   }
-  if (e.calls == 1) {
+  bool record = e.calls > 1 && !e.plain_only &&
+                (!e.tree || e.tree->leaves() < options_.max_paths);
+  if (!record) {
     stats_.plain_runs++;
-    return RunPlain(prepared);
+    return RunPlain(prepared, nullptr);
   }
-  std::vector<Tensor> outs;
-  ASSIGN_OR_RETURN(e.capture, Record(prepared, bufs, &outs));
-  stats_.captures++;
-  if (Env().debug >= 1)
-    std::fprintf(stderr, "jit: captured %zu kernels for %s (%.3g GFLOP, %.3g MB)\n",
-                 e.capture->items.size(), sig.c_str(), e.capture->flops * 1e-9,
-                 e.capture->bytes * 1e-6);
-  return outs;
+  // Record: a plain run whose kernels and reads join the capture tree.
+  jit_internal::Recording rec;
+  ASSIGN_OR_RETURN(Result r, RunPlain(prepared, &rec));
+  if (!e.tree)
+    e.tree = std::make_unique<jit_internal::CaptureTree>(prepared.empty() ? r.outputs[0].engine()
+                                                                          : prepared[0].engine(),
+                                                         prepared.empty() ? r.outputs[0].device()
+                                                                          : prepared[0].device());
+  size_t reads = rec.reads.size();
+  absl::Status added = e.tree->Add(std::move(rec), bufs, &r.outputs, options_.use_graphs);
+  if (added.ok()) {
+    r.path = Path::kCapture;
+    stats_.captures++;
+    e.kernels = r.kernels;
+    e.flops = r.flops;
+    e.bytes = r.bytes;
+    if (debug)
+      std::fprintf(stderr, "jit: captured %zu kernels, %zu host reads for %s (%.3g GFLOP, %.3g MB)\n",
+                   r.kernels, reads, sig.c_str(), r.flops * 1e-9, r.bytes * 1e-6);
+  } else {
+    // The plain result stands; this signature is not captured.
+    stats_.plain_runs++;
+    e.plain_only = true;
+    if (debug) std::fprintf(stderr, "jit: %s not captured: %s\n", sig.c_str(),
+                            std::string(added.message()).c_str());
+  }
+  return r;
+}
+
+absl::StatusOr<std::vector<Tensor>> Jit::operator()(const std::vector<Tensor>& inputs) {
+  ASSIGN_OR_RETURN(Result r, Call(inputs));
+  return std::move(r.outputs);
 }
 
 std::vector<Jit::CaptureInfo> Jit::captures() const {
   absl::MutexLock l(&mu_);
   std::vector<CaptureInfo> out;
   for (const auto& [sig, e] : entries_) {
-    if (!e.capture) continue;
-    out.push_back({sig, e.capture->items.size(), e.capture->flops, e.capture->bytes,
-                   e.capture->replays});
+    if (!e->tree || e->tree->empty()) continue;
+    out.push_back({sig, e->tree->leaves(), e->kernels, e->flops, e->bytes, e->hits, e->misses});
   }
   return out;
 }

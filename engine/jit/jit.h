@@ -1,18 +1,26 @@
 // Jit: capture and replay of the kernels a tensor function runs
-// (tinygrad's TinyJit, CacheCollector style).
+// (tinygrad's TinyJit, CacheCollector style), with graph breaks at host
+// reads (torch.compile style).
 //
 // For each input signature (dtype, shape, device of every input):
 //   call 1 runs the function plainly (kernels compile, caches warm);
-//   call 2 runs it again while recording every ExecItem it launches;
+//   call 2 runs it again while recording every ExecItem it launches and
+//     every read of tensor data back to the host;
 //   calls 3+ replay the recorded kernels with the new input buffers swapped
-//   in and fresh output buffers (outputs never alias earlier results), with
-//   no scheduling, codegen or graph building at all. On devices with a
-//   GraphExecutor (CUDA) the capture replays as one graph launch, patching
-//   only the launches whose arguments changed.
-// Several captures are kept side by side (LRU, Options::max_captures).
-// A capture that cannot be replayed faithfully is refused with an error:
-// reading tensor data on the host during the call (data-dependent control
-// flow), or inputs that are not realized buffers of the expected device.
+//     in and fresh output buffers (outputs never alias earlier results), with
+//     no scheduling, codegen or graph building at all.
+// A function that reads data on the host (a NonZero count, an NMS result, a
+// Loop trip count) is captured in segments that end at each read: a replay
+// runs a segment, reads the same bytes and goes on only if they are what a
+// recording read there (the host's decisions then repeat exactly); recordings
+// that read other bytes branch off as a tree (engine/jit/capture.h). A read
+// no branch matches is a miss: the call runs plainly, and its recording
+// joins the tree (at most Options::max_paths paths per signature). A
+// signature whose replays mostly miss (data-dependent reads that differ on
+// every input) stops trying and runs plainly.
+// On devices with a GraphExecutor (CUDA) a capture without reads replays as
+// one graph launch, patching only the launches whose arguments changed.
+// Several signatures are kept side by side (LRU, Options::max_captures).
 // Thread-safe: calls are serialized per Jit instance.
 #ifndef KILN_ENGINE_JIT_JIT_H_
 #define KILN_ENGINE_JIT_JIT_H_
@@ -30,6 +38,9 @@
 #include "engine/tensor/tensor.h"
 
 namespace kiln {
+namespace jit_internal {
+struct Recording;
+}  // namespace jit_internal
 
 class Jit {
  public:
@@ -39,18 +50,31 @@ class Jit {
     // Replay through the device's GraphExecutor (one CUDA graph per
     // capture) where the device has one; otherwise launch kernel by kernel.
     bool use_graphs = true;
+    size_t max_paths = 16;  // recorded paths per signature (see above)
+  };
+  // How a call was served and what it ran.
+  enum class Path { kPlain, kCapture, kReplay };
+  struct Result {
+    std::vector<Tensor> outputs;
+    Path path = Path::kPlain;
+    size_t kernels = 0;  // kernels launched (segments replayed before a miss included)
+    double flops = 0;    // their estimates
+    double bytes = 0;
   };
   struct CaptureInfo {
     std::string signature;
-    size_t kernels = 0;
-    double flops = 0;   // per replay
-    double bytes = 0;   // per replay
+    size_t paths = 0;    // recorded paths (leaves of the capture tree)
+    size_t kernels = 0;  // of the last path recorded or replayed
+    double flops = 0;
+    double bytes = 0;
     uint64_t replays = 0;
+    uint64_t misses = 0;
   };
   struct Stats {
     uint64_t calls = 0;
-    uint64_t captures = 0;  // captures made (incl. evicted)
-    uint64_t replays = 0;
+    uint64_t captures = 0;  // paths recorded (incl. evicted)
+    uint64_t replays = 0;   // full replays
+    uint64_t misses = 0;    // replays stopped at a read no path had
     uint64_t plain_runs = 0;
   };
 
@@ -58,6 +82,7 @@ class Jit {
   Jit(Fn fn, Options options);
   ~Jit();
 
+  absl::StatusOr<Result> Call(const std::vector<Tensor>& inputs);
   absl::StatusOr<std::vector<Tensor>> operator()(const std::vector<Tensor>& inputs);
 
   std::vector<CaptureInfo> captures() const;
@@ -66,24 +91,17 @@ class Jit {
   static std::string Signature(const std::vector<Tensor>& inputs);
 
  private:
-  struct Capture;
-  struct Entry {
-    uint64_t calls = 0;
-    std::unique_ptr<Capture> capture;
-  };
+  struct Entry;
 
-  absl::StatusOr<std::vector<Tensor>> RunPlain(const std::vector<Tensor>& inputs);
-  absl::StatusOr<std::unique_ptr<Capture>> Record(const std::vector<Tensor>& inputs,
-                                                  const std::vector<BufferRef>& in_bufs,
-                                                  std::vector<Tensor>* outputs);
-  absl::StatusOr<std::vector<Tensor>> Replay(Capture* c, const std::vector<Tensor>& inputs,
-                                             const std::vector<BufferRef>& in_bufs);
+  // Runs fn_ and realizes its outputs; counts the kernels it ran, and gives
+  // them and the host reads to *rec when it is not null.
+  absl::StatusOr<Result> RunPlain(const std::vector<Tensor>& inputs, jit_internal::Recording* rec);
 
   Fn fn_;
   Options options_;
   mutable absl::Mutex mu_;
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 

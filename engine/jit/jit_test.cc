@@ -1,5 +1,6 @@
 #include "engine/jit/jit.h"
 
+#include <algorithm>
 #include <random>
 
 #include "engine/tensor/test_util.h"
@@ -79,18 +80,112 @@ TEST_P(JitTest, OneCapturePerShape) {
   EXPECT_EQ(jit.captures().size(), 2u);
 }
 
-TEST_P(JitTest, HostReadDuringCaptureIsAnError) {
-  Jit jit([](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
-    Tensor s = in[0].Sum();
-    auto v = s.ToDoubles();  // data-dependent decision
-    if (!v.ok()) return v.status();
-    return std::vector<Tensor>{(*v)[0] > 0 ? in[0] * 2.0 : in[0] * 3.0};
-  });
+// A data-dependent function: the host reads a sum and picks a branch.
+absl::StatusOr<std::vector<Tensor>> Branchy(const std::vector<Tensor>& in) {
+  Tensor s = in[0].Sum();
+  auto v = s.ToDoubles();
+  if (!v.ok()) return v.status();
+  Tensor y = (*v)[0] > 0 ? in[0] * 2.0 + s : in[0] * 3.0 - s;
+  return std::vector<Tensor>{y, s};
+}
+
+TEST_P(JitTest, HostReadsSplitTheCaptureIntoSegments) {
+  Jit jit(Branchy);
+  // The same data every call: every replay reads what the recording read.
   Tensor x = Tensor::FromFloats(e, {1, 2}, {2}, dev);
-  ASSERT_TRUE(jit({x}).ok());
-  auto r = jit({x});
-  EXPECT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("host"), std::string::npos);
+  for (int call = 0; call < 5; ++call) {
+    auto r = jit.Call({x});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectNear(Values(r->outputs[0]), {5, 7});
+    ExpectNear(Values(r->outputs[1]), {3});
+    Jit::Path want = call == 0 ? Jit::Path::kPlain
+                               : call == 1 ? Jit::Path::kCapture : Jit::Path::kReplay;
+    EXPECT_EQ(r->path, want) << "call " << call;
+    EXPECT_GE(r->kernels, 2u);
+  }
+  Jit::Stats s = jit.stats();
+  EXPECT_EQ(s.captures, 1u);
+  EXPECT_EQ(s.replays, 3u);
+  EXPECT_EQ(s.misses, 0u);
+}
+
+TEST_P(JitTest, EachBranchOfAReadIsCapturedAndReplaysCorrectly) {
+  Jit jit(Branchy);
+  Tensor pos = Tensor::FromFloats(e, {1, 2}, {2}, dev);
+  Tensor neg = Tensor::FromFloats(e, {-1, -3}, {2}, dev);
+  for (int round = 0; round < 4; ++round) {
+    for (bool p : {true, false}) {
+      auto r = jit.Call({p ? pos : neg});
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (p) ExpectNear(Values(r->outputs[0]), {5, 7});
+      else ExpectNear(Values(r->outputs[0]), {1, -5});
+    }
+  }
+  Jit::Stats s = jit.stats();
+  EXPECT_EQ(s.captures, 2u);  // one path per branch
+  EXPECT_EQ(s.misses, 1u);    // the first call of the second branch
+  EXPECT_EQ(s.replays, 5u);
+  auto caps = jit.captures();
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_EQ(caps[0].paths, 2u);
+}
+
+TEST_P(JitTest, ReadsThatDifferEveryCallFallBackToPlainRuns) {
+  // The read value is the input itself: no two calls agree.
+  Jit jit([](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    Tensor x = in[0];
+    auto v = x.ToDoubles();
+    if (!v.ok()) return v.status();
+    return std::vector<Tensor>{in[0] + (*v)[0]};
+  });
+  for (int call = 0; call < 20; ++call) {
+    Tensor x = Tensor::FromFloats(e, {float(call), 1}, {2}, dev);
+    auto r = jit.Call({x});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectNear(Values(r->outputs[0]), {2.0 * call, 1.0 + call});
+  }
+  Jit::Stats s = jit.stats();
+  EXPECT_EQ(s.replays, 0u);
+  EXPECT_LE(s.misses, 4u);  // gives up trying after a few misses
+  EXPECT_GE(s.plain_runs, 15u);
+}
+
+// Several reads in a row, each feeding a shape (a NonZero-like count, then a
+// gather of that many elements), with outputs written before and after them.
+TEST_P(JitTest, ChainedReadsShareTheirCommonSegments) {
+  Engine* eng = e;
+  std::string d = dev;
+  Jit jit([eng, d](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    Tensor early = in[0] * 10.0;
+    auto cnt = in[0].Gt(in[0].Scalar(0)).Cast(dtypes::kFloat32).Sum().ToDoubles();
+    if (!cnt.ok()) return cnt.status();
+    int64_t n = static_cast<int64_t>((*cnt)[0]);
+    Tensor head = in[0].Shrink({{0, std::max<int64_t>(n, 1)}}) + 1.0;
+    auto m = head.Max().ToDoubles();
+    if (!m.ok()) return m.status();
+    return std::vector<Tensor>{early, head * (*m)[0]};
+  });
+  std::vector<std::vector<float>> data = {{1, 2, -1}, {3, 1, -2}, {1, 2, 3}, {1, 2, -1}};
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& v : data) {
+      auto r = jit.Call({Tensor::FromFloats(e, v, {3}, dev)});
+      ASSERT_TRUE(r.ok()) << r.status();
+      int64_t n = 0;
+      for (float x : v) n += x > 0;
+      double m = -1e9;
+      for (int64_t i = 0; i < n; ++i) m = std::max<double>(m, v[i] + 1);
+      std::vector<double> head;
+      for (int64_t i = 0; i < n; ++i) head.push_back((v[i] + 1) * m);
+      ExpectNear(Values(r->outputs[0]), {10.0 * v[0], 10.0 * v[1], 10.0 * v[2]});
+      ExpectNear(Values(r->outputs[1]), head);
+    }
+  }
+  Jit::Stats s = jit.stats();
+  // Paths: {2 positives, max 3}, {2 positives, max 4}, {3 positives}: the
+  // first two share the segment before the first read.
+  EXPECT_EQ(s.captures, 3u);
+  EXPECT_GE(s.replays, 7u);
+  EXPECT_EQ(jit.captures()[0].paths, 3u);
 }
 
 TEST_P(JitTest, PassThroughAndConstantOutputs) {

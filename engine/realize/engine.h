@@ -49,8 +49,17 @@ struct ExecItem {
   absl::Status Run(double* seconds = nullptr) const;
 };
 
-// Records the ExecItems run by the current thread while alive (nestable:
-// the innermost scope records).
+// Tensor data read back to the host while a CaptureScope recorded: what a
+// replay must read again at the same point, and compare, before it may
+// repeat what the host decided from it.
+struct HostRead {
+  size_t after_items = 0;  // ExecItems recorded before the read
+  BufferRef buffer;        // read from its start
+  std::string bytes;       // what was read
+};
+
+// Records the ExecItems run by the current thread while alive, and the host
+// reads between them (nestable: the innermost scope records).
 class CaptureScope {
  public:
   CaptureScope();
@@ -62,13 +71,16 @@ class CaptureScope {
   // The scope recording on this thread, or null.
   static CaptureScope* Current();
   void Add(const ExecItem& e) { items_.push_back(e); }
-  // Records that tensor data was read back to the host while capturing.
-  void NoteHostRead() { ++host_reads_; }
-  int host_reads() const { return host_reads_; }
+  // Records that `bytes` were read from the start of `buffer`.
+  void NoteHostRead(BufferRef buffer, std::string bytes) {
+    reads_.push_back({items_.size(), std::move(buffer), std::move(bytes)});
+  }
+  const std::vector<HostRead>& reads() const { return reads_; }
+  std::vector<HostRead> TakeReads() { return std::move(reads_); }
 
  private:
   std::vector<ExecItem> items_;
-  int host_reads_ = 0;
+  std::vector<HostRead> reads_;
   CaptureScope* prev_;
 };
 

@@ -235,10 +235,12 @@ absl::StatusOr<BufferRef> Tensor::Buffer() {
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() {
   ASSIGN_OR_RETURN(BufferRef b, Buffer());
-  // A JIT capture cannot replay host-side decisions made on data.
-  if (CaptureScope* c = CaptureScope::Current()) c->NoteHostRead();
   std::vector<uint8_t> out(static_cast<size_t>(numel()) * dtype().ItemSize());
   if (!out.empty()) RETURN_IF_ERROR(b->CopyOut(out.data(), out.size()));
+  // A JIT capture replays host-side decisions made on data only when a
+  // replay reads the same bytes here.
+  if (CaptureScope* c = CaptureScope::Current())
+    c->NoteHostRead(b, std::string(out.begin(), out.end()));
   return out;
 }
 
