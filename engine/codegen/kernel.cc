@@ -108,19 +108,21 @@ void Kernel::DropUnitAxes() {
 }
 
 bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {
+  auto hit = stride_cache_.find(mem);
+  if (hit != stride_cache_.end()) {
+    *strides = hit->second;
+    return true;
+  }
   // A mask only gates elements (masked loads / stores); the strides still
   // tell how the view walks the buffer.
   const ShapeTracker& st = sts_.at(mem);
+  std::vector<int64_t> result(st.ndim(), 0);
   if (st.views().size() == 1) {
-    *strides = st.view().strides();
-    return true;
-  }
-  // Several views (a masked axis split for vectors, heads split out of a
-  // feature axis): the strides of the composed index along the axes where it
-  // is affine, kNotAffine along the others.
-  auto hit = stride_cache_.find(mem);
-  if (hit == stride_cache_.end()) {
-    std::vector<int64_t> result(st.ndim(), 0);
+    result = st.view().strides();
+  } else {
+    // Several views (a masked axis split for vectors, heads split out of a
+    // feature axis): the strides of the composed index along the axes where
+    // it is affine, kNotAffine along the others.
     UOpList vars;
     for (size_t i = 0; i < st.ndim(); ++i)
       vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
@@ -130,9 +132,20 @@ bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {
       UOpRef d = Simplify(Substitute(idx, {{vars[i].get(), vars[i] + 1}}) - idx);
       result[i] = d->IsConst() ? std::get<int64_t>(d->const_value()) : kNotAffine;
     }
-    hit = stride_cache_.emplace(mem, std::move(result)).first;
   }
-  *strides = hit->second;
+  // A gather's load also moves by the data its offset reads: not affine
+  // along every axis along which those reads move.
+  if (mem->op() == Op::kLoad && mem->src().size() > 1) {
+    for (const UOp* u : Toposort(mem->src(1))) {
+      if (!IsMem(*u)) continue;
+      std::vector<int64_t> inner;
+      Strides(u, &inner);
+      for (size_t i = 0; i < result.size() && i < inner.size(); ++i)
+        if (inner[i] != 0) result[i] = kNotAffine;
+    }
+  }
+  *strides = result;
+  stride_cache_.emplace(mem, std::move(result));
   return true;
 }
 

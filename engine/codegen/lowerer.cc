@@ -386,13 +386,25 @@ class Lowerer {
     return idxs;
   }
 
-  UOpRef LowerLoad(const UOp* n, int64_t w) {
+  absl::StatusOr<UOpRef> LowerLoad(const UOp* n, int64_t w) {
     const ShapeTracker& st = k_.StOf(n);
     if (UOpRef l = stager_ ? stager_->Load(n, Idxs(st.shape(), w)) : nullptr) {
       em_.Emit(l, true);  // pinned: after the slice's barrier
       return l;
     }
     auto [idx, valid] = st.ToIndex(Idxs(st.shape(), w));
+    if (n->src().size() > 1) {  // a gather: plus an offset computed from data
+      ASSIGN_OR_RETURN(UOpRef off, LowerNode(n->src(1), w));
+      if (w == 1 || off->dtype().count == 1)
+        return lanes_.Load(n->src(0), n->dtype(), idx + off, valid, w);
+      UOpList lanes;  // one load per lane at that lane's offset
+      for (int64_t l = 0; l < w; ++l) {
+        UOpRef lane_off = UOp::Make(Op::kGep, off->dtype().Scalar(), {off}, Arg(l));
+        lanes.push_back(GatedLoad(n->src(0), n->dtype(), lanes_.At(idx, l) + lane_off,
+                                  lanes_.At(valid, l)));
+      }
+      return UOp::Make(Op::kVectorize, n->dtype().Vec(static_cast<int>(w)), lanes);
+    }
     return lanes_.Load(n->src(0), n->dtype(), idx, valid, w);
   }
 
@@ -409,7 +421,10 @@ class Lowerer {
     if (hit != memo_.end()) return hit->second;
     UOpRef r;
     switch (n->op()) {
-      case Op::kLoad: r = LowerLoad(n.get(), w); break;
+      case Op::kLoad: {
+        ASSIGN_OR_RETURN(r, LowerLoad(n.get(), w));
+        break;
+      }
       case Op::kValid: r = LowerValid(n.get(), w); break;
       case Op::kConst: r = Broadcast(n, w); break;
       case Op::kReduceAxis: {

@@ -48,7 +48,8 @@ std::vector<StagedOperand> StagedOperands(const Kernel& k, int axis) {
   for (const UOp* u : Toposort(red->src(0))) {
     // (A LOAD inside the reduce has the full shape: it is never also read
     // after the reduce, where local memory holds only the last slice.)
-    if (u->op() != Op::kLoad || !u->dtype().IsFloat()) continue;
+    // (A gather's load moves by data: not staged.)
+    if (u->op() != Op::kLoad || !u->dtype().IsFloat() || u->src().size() > 1) continue;
     // Which axes the index or the mask moves along (symbolically).
     auto [idx, full_valid] = k.StOf(u).ToIndex(vars);
     UOpRef valid = UOp::Const(dtypes::kBool, int64_t{1});

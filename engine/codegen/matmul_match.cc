@@ -35,8 +35,10 @@ bool ProductLoads(const UOp* p, const UOp** x, const UOp** y) {
 std::optional<std::vector<int64_t>> PlainStrides(const Kernel& k, const UOp* mem) {
   const ShapeTracker& st = k.StOf(mem);
   if (st.views().size() != 1) return std::nullopt;
+  // A gather's load (a LOAD with an offset source) moves by data.
+  if (mem->op() == Op::kLoad && mem->src().size() > 1) return std::nullopt;
   const View& v = st.view();
-  if (v.mask() || v.offset() != 0) return std::nullopt;
+  if (v.mask() || v.offset() != 0 || v.symbolic_offset()) return std::nullopt;
   return v.strides();
 }
 

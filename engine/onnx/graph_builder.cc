@@ -60,6 +60,10 @@ int64_t GraphBuilder::Opset(const std::string& domain) const {
 absl::Status GraphBuilder::RunNode(const onnx::NodeProto& node, Scope* scope) {
   if (depth_ > kMaxDepth)
     return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": subgraphs nest too deeply"));
+  if (++*total_runs_ > kMaxNodeRuns)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        NodeLabel(node), ": the graph unrolls to too many nodes (more than ", kMaxNodeRuns,
+        " node runs: loops, scans or function calls run too long)"));
   const Scope* saved = current_;
   current_ = scope;
   ++depth_;
@@ -144,7 +148,9 @@ absl::StatusOr<std::vector<OnnxValue>> GraphBuilder::RunSubgraph(
   Scope scope(outer);
   for (const onnx::TensorProto& init : graph.initializer()) {
     ASSIGN_OR_RETURN(HostTensor h, HostTensorFromProto(init));
-    scope.Set(init.name(), ConstantValue(std::move(h), engine(), device()));
+    OnnxValue v = ConstantValue(std::move(h), engine(), device());
+    if (v.tensor && !v.tensor->ok()) return v.tensor->status();
+    scope.Set(init.name(), std::move(v));
   }
   for (int i = 0; i < graph.input_size(); ++i) scope.Set(graph.input(i).name(), inputs[i]);
   for (const onnx::NodeProto& node : graph.node()) RETURN_IF_ERROR(RunNode(node, &scope));
@@ -170,6 +176,7 @@ absl::Status GraphBuilder::RunFunction(const onnx::NodeProto& node, const onnx::
     opts.opsets[IsDefaultDomain(o.domain()) ? "" : o.domain()] = o.version();
   GraphBuilder inner(opts);
   inner.depth_ = depth_ + 1;
+  inner.total_runs_ = total_runs_;
   Scope body;  // functions see only their inputs
   for (int i = 0; i < f.input_size(); ++i) {
     OnnxValue v;

@@ -31,6 +31,9 @@ using OpsetMap = std::map<std::string, int64_t>;
 // Largest host value (in elements) kept next to an uploaded constant, and
 // the largest input / output of a constant-folded node.
 inline constexpr int64_t kHostKeepLimit = 4096;
+// Most node runs one graph build may take (Loop / Scan bodies and function
+// calls count each time they run): a bound on unrolling.
+inline constexpr int64_t kMaxNodeRuns = 1000000;
 
 class Scope {
  public:
@@ -56,6 +59,8 @@ class GraphBuilder {
     const OpRegistry* registry = nullptr;  // null: StandardOps()
   };
   explicit GraphBuilder(Options options);
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
 
   Engine* engine() const { return options_.engine; }
   const std::string& device() const { return options_.device; }
@@ -79,6 +84,8 @@ class GraphBuilder {
   Options options_;
   const Scope* current_ = nullptr;
   int depth_ = 0;
+  int64_t runs_ = 0;
+  int64_t* total_runs_ = &runs_;  // shared with the builders of function calls
 };
 
 // "node 'name' (OpType)" (the first output names unnamed nodes).

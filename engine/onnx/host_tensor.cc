@@ -31,8 +31,34 @@ int64_t DoubleToInt(double v) {
 
 }  // namespace
 
+absl::StatusOr<int64_t> CheckedNumel(const Shape& shape, int64_t limit, const std::string& what) {
+  int64_t nonzero = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return absl::InvalidArgumentError(absl::StrCat(what, " of shape (", absl::StrJoin(shape, ","),
+                                                     ") has a negative dimension"));
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > limit / d)
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, " of shape (", absl::StrJoin(shape, ","), ") is too large (more than ",
+                       limit, " elements)"));
+    nonzero *= d;
+  }
+  return empty ? 0 : nonzero;
+}
+
 HostTensor::HostTensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
   data.assign(static_cast<size_t>(std::max<int64_t>(numel(), 0)) * dtype.ItemSize(), 0);
+}
+
+absl::StatusOr<HostTensor> HostTensor::Zeros(DType t, Shape s, int64_t limit,
+                                             const std::string& what) {
+  RETURN_IF_ERROR(CheckedNumel(s, limit, what).status());
+  return HostTensor(t, std::move(s));
 }
 
 double HostTensor::GetDouble(int64_t i) const {

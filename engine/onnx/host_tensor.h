@@ -22,14 +22,33 @@
 
 namespace kiln {
 
+// Largest host value (in elements) the importer computes from data: a
+// Range, a NonZero result, interpolation / sampling weights, ... (shape
+// arithmetic itself is capped lower, by kHostKeepLimit in graph_builder.h).
+inline constexpr int64_t kMaxHostElements = int64_t{1} << 26;
+// The engine's limit on the elements of a tensor's shape (engine/tensor
+// refuses larger shapes; checking first gives a clearer message).
+inline constexpr int64_t kMaxTensorShapeElements = int64_t{1} << 48;
+
+// The element count of `shape`, never overflowing: INVALID_ARGUMENT for a
+// negative dimension, RESOURCE_EXHAUSTED when the count (or the product of
+// the non-zero dims, which bounds the strides) exceeds `limit`. `what`
+// names the value in the message ("a host value", "ConstantOfShape", ...).
+absl::StatusOr<int64_t> CheckedNumel(const Shape& shape, int64_t limit,
+                                     const std::string& what = "a tensor");
+
 struct HostTensor {
   DType dtype = dtypes::kFloat32;
   Shape shape;
   std::vector<uint8_t> data;
 
   HostTensor() = default;
-  // Zero-filled.
+  // Zero-filled. The caller has checked the shape (CheckedNumel): this
+  // allocates Prod(s) elements.
   HostTensor(DType t, Shape s);
+  // Zero-filled, after CheckedNumel(s, limit).
+  static absl::StatusOr<HostTensor> Zeros(DType t, Shape s, int64_t limit = kMaxHostElements,
+                                          const std::string& what = "a host value");
 
   int64_t numel() const { return kiln::Prod(shape); }
   int ndim() const { return static_cast<int>(shape.size()); }

@@ -1,11 +1,14 @@
 #include "engine/onnx/model.h"
 
 #include <cstring>
+#include <new>
 #include <set>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/onnx/graph_check.h"
 #include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/ops_common.h"
 #include "engine/onnx/tensor_proto.h"
@@ -55,13 +58,9 @@ absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
   ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
   ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
   Shape shape(sp.dims().begin(), sp.dims().end());
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || (d != 0 && n > (int64_t{1} << 32) / d))
-      return absl::InvalidArgumentError(
-          absl::StrCat("sparse initializer '", sp.values().name(), "': bad or huge shape"));
-    n *= d;
-  }
+  if (!CheckedNumel(shape, int64_t{1} << 32).ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse initializer '", sp.values().name(), "': bad or huge shape"));
   HostTensor dense(values.dtype, shape);
   int64_t nnz = values.numel(), total = dense.numel();
   std::vector<int64_t> idx = indices.Int64s();
@@ -91,6 +90,18 @@ absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
   return dense;
 }
 
+absl::Status OutOfMemory(const std::string& what, const std::exception& e) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("out of memory ", what, " (", e.what(), ")"));
+}
+
+// A constant's value, failing when its upload failed.
+absl::StatusOr<OnnxValue> CheckedConstant(HostTensor h, Engine* e, const std::string& device) {
+  OnnxValue v = ConstantValue(std::move(h), e, device);
+  if (v.tensor && !v.tensor->ok()) return v.tensor->status();
+  return v;
+}
+
 }  // namespace
 
 OnnxModel::~OnnxModel() = default;
@@ -98,12 +109,26 @@ OnnxModel::~OnnxModel() = default;
 absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path,
                                                           Engine* engine,
                                                           const std::string& device) {
+  // Sizes are checked before they are allocated; an allocation that still
+  // fails (memory taken by others) is an error, not an abort.
+  try {
+    return LoadChecked(path, engine, device);
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory(absl::StrCat("loading ", path), e);
+  } catch (const std::length_error& e) {
+    return OutOfMemory(absl::StrCat("loading ", path), e);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::LoadChecked(const std::string& path,
+                                                                 Engine* engine,
+                                                                 const std::string& device) {
   auto bytes = ReadFileToString(path);
   if (!bytes.ok()) return bytes.status();
   std::string dir;
   size_t slash = path.rfind('/');
   if (slash != std::string::npos) dir = path.substr(0, slash);
-  auto m = LoadFromBytes(*bytes, engine, device, dir);
+  auto m = LoadFromBytesChecked(*bytes, engine, device, dir);
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   return m;
 }
@@ -112,6 +137,18 @@ absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::LoadFromBytes(const std::s
                                                                    Engine* engine,
                                                                    const std::string& device,
                                                                    const std::string& base_dir) {
+  try {
+    return LoadFromBytesChecked(bytes, engine, device, base_dir);
+  } catch (const std::bad_alloc& e) {
+    return OutOfMemory("loading the model", e);
+  } catch (const std::length_error& e) {
+    return OutOfMemory("loading the model", e);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::LoadFromBytesChecked(
+    const std::string& bytes, Engine* engine, const std::string& device,
+    const std::string& base_dir) {
   if (engine == nullptr) return absl::InvalidArgumentError("OnnxModel: no engine");
   std::unique_ptr<OnnxModel> m(new OnnxModel());
   m->engine_ = engine;
@@ -136,6 +173,9 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
   if (mp.opset_import_size() == 0) opsets_[""] = 1;
   for (const onnx::FunctionProto& f : mp.functions())
     functions_[absl::StrCat(f.domain(), ":", f.name())] = &f;
+  // Structure first (cheap): unknown operators, undefined values, cycles,
+  // unsupported input types fail the load, not the first inference.
+  RETURN_IF_ERROR(CheckModelGraph(mp, opsets_, functions_));
 
   const onnx::GraphProto& g = mp.graph();
   std::set<std::string> init_names;
@@ -144,12 +184,17 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
     if (!h.ok())
       return absl::Status(h.status().code(),
                           absl::StrCat("initializer '", t.name(), "': ", h.status().message()));
-    weights_.Set(t.name(), ConstantValue(std::move(*h), engine_, device_));
+    auto v = CheckedConstant(std::move(*h), engine_, device_);
+    if (!v.ok())
+      return absl::Status(v.status().code(),
+                          absl::StrCat("initializer '", t.name(), "': ", v.status().message()));
+    weights_.Set(t.name(), std::move(*v));
     init_names.insert(t.name());
   }
   for (const onnx::SparseTensorProto& sp : g.sparse_initializer()) {
     ASSIGN_OR_RETURN(HostTensor h, DenseFromSparse(sp, base_dir));
-    weights_.Set(sp.values().name(), ConstantValue(std::move(h), engine_, device_));
+    ASSIGN_OR_RETURN(OnnxValue v, CheckedConstant(std::move(h), engine_, device_));
+    weights_.Set(sp.values().name(), std::move(v));
     init_names.insert(sp.values().name());
   }
   for (const onnx::ValueInfoProto& in : g.input())
@@ -163,10 +208,12 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
         node.output_size() != 1)
       continue;
     auto h = ConstantNodeValue(node, static_cast<int>(opset), base_dir);
-    if (!h.ok())
-      return absl::Status(h.status().code(),
-                          absl::StrCat(NodeLabel(node), ": ", h.status().message()));
-    weights_.Set(node.output(0), ConstantValue(std::move(*h), engine_, device_));
+    absl::StatusOr<OnnxValue> v = h.ok() ? CheckedConstant(std::move(*h), engine_, device_)
+                                         : absl::StatusOr<OnnxValue>(h.status());
+    if (!v.ok())
+      return absl::Status(v.status().code(),
+                          absl::StrCat(NodeLabel(node), ": ", v.status().message()));
+    weights_.Set(node.output(0), std::move(*v));
   }
   return absl::OkStatus();
 }

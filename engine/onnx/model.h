@@ -5,11 +5,16 @@
 //   ASSIGN_OR_RETURN(std::vector<Tensor> outs, model->Run({x}));
 //   Tensor::RealizeAll({&outs[0], ...});
 //
-// Load parses the ModelProto, checks the opsets, decodes every initializer
-// and top-level Constant node (PaddleOCR keeps all weights in Constant
-// nodes) and uploads them to the device once. Run builds the lazy graph of
-// the model for the given input tensors and returns the output tensors
-// unrealized; shape arithmetic is folded on the host at build time.
+// Load reads the file (a regular file, at most 2 GiB), parses the
+// ModelProto, validates its graphs (graph_check.h: unknown operators,
+// undefined values, cycles, unsupported input types fail the load), checks
+// the opsets, decodes every initializer and top-level Constant node
+// (PaddleOCR keeps all weights in Constant nodes) and uploads them to the
+// device once. Run builds the lazy graph of the model for the given input
+// tensors and returns the output tensors unrealized; shape arithmetic is
+// folded on the host at build time. Nothing in a model file or an input
+// aborts: sizes are checked before they are allocated, and a load that
+// still runs out of memory returns RESOURCE_EXHAUSTED.
 //
 // Thread safety: after Load, Run may be called from several threads at once.
 #ifndef KILN_ENGINE_ONNX_MODEL_H_
@@ -66,6 +71,13 @@ class OnnxModel {
 
  private:
   OnnxModel() = default;
+  // Load / LoadFromBytes without their catch of allocation failures.
+  static absl::StatusOr<std::unique_ptr<OnnxModel>> LoadChecked(const std::string& path,
+                                                                Engine* engine,
+                                                                const std::string& device);
+  static absl::StatusOr<std::unique_ptr<OnnxModel>> LoadFromBytesChecked(
+      const std::string& bytes, Engine* engine, const std::string& device,
+      const std::string& base_dir);
   absl::Status Init(const std::string& base_dir);
 
   Engine* engine_ = nullptr;

@@ -229,10 +229,10 @@ TEST(OnnxModelTest, ErrorsNameTheNode) {
     Builder b;
     b.Input("x", TensorProto::FLOAT, {2}).Output("y");
     b.Node("FancyOp", {"x"}, {"y"}, "n1");
-    auto m = Load(b);
-    ASSERT_TRUE(m);
-    EXPECT_EQ(m->Run({F({1, 2}, {2})}).status().message(),
-              "node 'n1' (FancyOp): unsupported operator");
+    // Checked at load (engine/onnx/graph_check.h), not at the first run.
+    auto m = OnnxModel::LoadFromBytes(b.Bytes(), TestEngine(), "CPU");
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().message(), "node 'n1' (FancyOp): unsupported operator");
   }
   {
     Builder b;
@@ -253,7 +253,7 @@ TEST(OnnxModelTest, ErrorsNameTheNode) {
     Builder b;
     b.Input("x", TensorProto::FLOAT, {2}).Output("y");
     b.Node("Relu", {"nope"}, {"y"}, "r");
-    EXPECT_NE(Load(b)->Run({F({1, 2}, {2})}).status().message().find(
+    EXPECT_NE(OnnxModel::LoadFromBytes(b.Bytes(), TestEngine()).status().message().find(
                   "node 'r' (Relu): input 'nope' is not defined"),
               std::string::npos);
   }
@@ -358,6 +358,70 @@ TEST(OnnxModelTest, DataDependentShapesAndControlFlow) {
   auto m = Load(b);
   ASSERT_TRUE(m);
   ExpectNear(RunOne(*m, {F({0, 3, 0, 1}, {4})}), {1, 3});
+}
+
+// The load checks the graphs (graph_check.h): what could never run fails
+// the load, with the place named; valid scoping loads.
+TEST(OnnxModelTest, LoadValidatesTheGraph) {
+  auto load_error = [](const Builder& b) {
+    return std::string(OnnxModel::LoadFromBytes(b.Bytes(), TestEngine()).status().message());
+  };
+  auto if_reading = [](Builder* b, const std::string& outer_value) {
+    b->Init("t", HostTensor::FromInt64s({1}, {}, dtypes::kBool));
+    NodeProto* n = b->Node("If", {"t"}, {"y"}, "if");
+    for (const char* branch : {"then_branch", "else_branch"}) {
+      AttributeProto* a = n->add_attribute();
+      a->set_name(branch);
+      a->set_type(AttributeProto::GRAPH);
+      NodeProto* inner = a->mutable_g()->add_node();
+      inner->set_op_type("Neg");
+      inner->add_input(outer_value);
+      inner->add_output(std::string(branch) + "_out");
+      a->mutable_g()->add_output()->set_name(std::string(branch) + "_out");
+    }
+  };
+  {  // A subgraph reads a value of the enclosing graph defined before it.
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+    b.Node("Relu", {"x"}, {"r"}, "relu");
+    if_reading(&b, "r");
+    auto m = Load(b);
+    ASSERT_TRUE(m);
+    ExpectNear(RunOne(*m, {F({-1, 2}, {2})}), {0, -2});
+  }
+  {  // ... but not one produced after it.
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y").Output("r");
+    if_reading(&b, "r");
+    b.Node("Relu", {"x"}, {"r"}, "relu");
+    EXPECT_NE(load_error(b).find("node 'if' (If): attribute 'then_branch': node 'then_branch_out' "
+                                 "(Neg): input 'r' is not defined"),
+              std::string::npos)
+        << load_error(b);
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("y");
+    b.Node("Relu", {"a"}, {"y"}, "late");
+    b.Node("Neg", {"x"}, {"a"}, "early");
+    EXPECT_EQ(load_error(b),
+              "node 'late' (Relu): reads 'a' before node 'early' (Neg) produces it (nodes must be "
+              "in topological order)");
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2}).Output("p");
+    b.Node("Add", {"x", "q"}, {"p"}, "p");
+    b.Node("Relu", {"p"}, {"q"}, "q");
+    EXPECT_EQ(load_error(b), "the graph has a cycle: node 'p' (Add) -> node 'q' (Relu) -> node 'p' (Add)");
+  }
+  {
+    Builder b;
+    b.Input("x", TensorProto::UNDEFINED, {2}).Output("y");
+    b.Node("Relu", {"x"}, {"y"});
+    EXPECT_EQ(load_error(b),
+              "graph input 'x' has element type UNDEFINED, which kiln does not support");
+  }
 }
 
 }  // namespace

@@ -80,6 +80,12 @@ const HostTensor* OpContext::Host(int i) const {
 absl::StatusOr<HostTensor> OpContext::Static(int i) const {
   if (const HostTensor* h = Host(i)) return *h;
   ASSIGN_OR_RETURN(Tensor t, In(i));
+  // Values read on the host (shapes, indices, boxes, ...) are bounded: a
+  // hostile input could otherwise make a huge host copy.
+  if (t.numel() > kMaxHostElements)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "input ", i, " has ", t.numel(), " elements, too many to read on the host (more than ",
+        kMaxHostElements, ")"));
   return ReadBack(t);
 }
 

@@ -35,12 +35,7 @@ absl::StatusOr<HostTensor> ConstantNodeValue(const onnx::NodeProto& node, int op
     ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
     ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
     Shape shape(sp.dims().begin(), sp.dims().end());
-    int64_t total = 1;
-    for (int64_t d : shape) {
-      if (d < 0 || (d != 0 && total > (int64_t{1} << 32) / d))
-        return Invalid("sparse_value: bad or huge shape");
-      total *= d;
-    }
+    if (!CheckedNumel(shape, int64_t{1} << 32).ok()) return Invalid("sparse_value: bad or huge shape");
     HostTensor dense(values.dtype, shape);
     std::vector<int64_t> idx = indices.Int64s();
     int64_t nnz = values.numel(), rank = static_cast<int64_t>(shape.size());
@@ -50,8 +45,15 @@ absl::StatusOr<HostTensor> ConstantNodeValue(const onnx::NodeProto& node, int op
     int item = values.dtype.ItemSize();
     for (int64_t k = 0; k < nnz; ++k) {
       int64_t flat = 0;
-      for (int64_t d = 0; d < (linear ? 1 : rank); ++d)
-        flat = linear ? idx[k] : flat * shape[d] + idx[k * rank + d];
+      for (int64_t d = 0; d < (linear ? 1 : rank); ++d) {
+        if (linear) {
+          flat = idx[k];
+          break;
+        }
+        int64_t i = idx[k * rank + d];
+        if (i < 0 || i >= shape[d]) return Invalid("sparse_value: index out of range");
+        flat = flat * shape[d] + i;
+      }
       if (flat < 0 || flat >= dense.numel()) return Invalid("sparse_value: index out of range");
       std::memcpy(dense.data.data() + flat * item, values.data.data() + k * item, item);
     }

@@ -10,6 +10,8 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kMaxIterations = 100000;
+// Most pieces SplitToSequence makes.
+constexpr int64_t kMaxSequenceLength = 100000;
 
 absl::StatusOr<bool> StaticBool(const OpContext& ctx, int i) {
   ASSIGN_OR_RETURN(HostTensor h, ctx.Static(i));
@@ -314,16 +316,25 @@ absl::Status SplitToSequenceOp(OpContext& ctx) {
   std::vector<int64_t> sizes;
   bool squeeze = false;
   int64_t keepdims = ctx.Int("keepdims", 1);  // only used without `split`
+  auto too_many = [&](int64_t pieces) {
+    return absl::ResourceExhaustedError(absl::StrCat("splitting ", n, " elements into ", pieces,
+                                                     " pieces is too many (more than ",
+                                                     kMaxSequenceLength, ")"));
+  };
   if (ctx.Has(1)) {
     ASSIGN_OR_RETURN(HostTensor split, ctx.Static(1));
     if (split.ndim() == 0) {
       int64_t chunk = split.GetInt(0);
       if (chunk <= 0) return Invalid("split must be positive");
+      int64_t pieces = n / chunk + (n % chunk != 0);
+      if (pieces > kMaxSequenceLength) return too_many(pieces);
       for (int64_t done = 0; done < n; done += chunk) sizes.push_back(std::min(chunk, n - done));
     } else {
+      if (split.numel() > kMaxSequenceLength) return too_many(split.numel());
       sizes = split.Int64s();
     }
   } else {
+    if (n > kMaxSequenceLength) return too_many(n);
     sizes.assign(n, 1);
     squeeze = keepdims == 0;
   }

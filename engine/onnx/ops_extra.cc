@@ -49,6 +49,8 @@ absl::Status DetOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
   if (x.ndim() < 2 || x.dim(-1) != x.dim(-2)) return Invalid("input must be (..., n, n)");
   int64_t n = x.dim(-1), r = x.ndim();
+  // The elimination is unrolled over n.
+  if (n > 1024) return Unsupported(absl::StrCat("Det of ", n, "x", n, " matrices (n > 1024)"));
   DType t = x.dtype();
   Tensor a = t == dtypes::kFloat64 ? x : x.Cast(dtypes::kFloat32);
   Shape batch(x.shape().begin(), x.shape().end() - 2);
@@ -92,9 +94,15 @@ absl::Status MaxUnpoolOp(OpContext& ctx) {
     return Invalid("kernel_shape / strides / pads do not match the spatial rank");
   // Indices address the default output; an explicit output_shape pads it at the end.
   Shape out = {x.dim(0), x.dim(1)};
-  for (size_t i = 0; i < nd; ++i)
-    out.push_back((x.dim(static_cast<int>(2 + i)) - 1) * strides[i] + kernel[i] - pads[i] -
-                  pads[i + nd]);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t o;
+    if (__builtin_mul_overflow(x.dim(static_cast<int>(2 + i)) - 1, strides[i], &o) ||
+        __builtin_add_overflow(o, kernel[i], &o) || __builtin_sub_overflow(o, pads[i], &o) ||
+        __builtin_sub_overflow(o, pads[i + nd], &o) || o < 0)
+      return Invalid("kernel_shape / strides / pads give a bad output size");
+    out.push_back(o);
+  }
+  RETURN_IF_ERROR(CheckedNumel(out, kMaxTensorShapeElements, "the MaxUnpool output").status());
   Shape final_shape = out;
   if (ctx.Has(2)) {
     ASSIGN_OR_RETURN(final_shape, ctx.StaticInts(2));

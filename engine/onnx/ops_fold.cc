@@ -47,7 +47,8 @@ HostTensor Take(const HostTensor& in, const std::vector<int64_t>& src, Shape sha
   return out;
 }
 
-bool Small(const Shape& s) { return kiln::Prod(s) <= kHostKeepLimit; }
+// At most kHostKeepLimit elements (and a valid shape: checked, no overflow).
+bool Small(const Shape& s) { return CheckedNumel(s, kHostKeepLimit).ok(); }
 
 using IntFn = std::function<int64_t(int64_t, int64_t)>;
 using FloatFn = std::function<double(double, double)>;
@@ -91,7 +92,19 @@ FoldFn UnaryFold(IntFn fi, FloatFn ff) {
   };
 }
 
+// Integer folds wrap like the kernels (-fwrapv) instead of overflowing.
+uint64_t U(int64_t v) { return static_cast<uint64_t>(v); }
+int64_t Wrapped(uint64_t v) { return static_cast<int64_t>(v); }
+
+// a / b and floor(a / b) without traps: x / 0 is 0 (as in the kernels) and
+// INT64_MIN / -1 wraps (a plain division raises SIGFPE).
+int64_t DivInt(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  return a / b;
+}
 int64_t FloorDivInt(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return DivInt(a, b);
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -172,13 +185,20 @@ absl::StatusOr<bool> SliceFold(OpContext& ctx) {
       int64_t y = *v < 0 ? *v + n : *v;
       return std::clamp<int64_t>(y, lo, hi);
     };
+    // Steps may be as large as INT64_MAX / INT64_MIN: stop before i + step
+    // would pass the end (or overflow).
     if (s.step > 0) {
-      for (int64_t i = clamp(s.start, 0, 0, n); i < clamp(s.stop, n, 0, n); i += s.step)
+      int64_t end = clamp(s.stop, n, 0, n);
+      for (int64_t i = clamp(s.start, 0, 0, n); i < end; i += s.step) {
         picks[d].push_back(i);
+        if (s.step >= end - i) break;
+      }
     } else {
-      for (int64_t i = clamp(s.start, n - 1, -1, n - 1); i > clamp(s.stop, -1, -1, n - 1);
-           i += s.step)
+      int64_t end = clamp(s.stop, -1, -1, n - 1);
+      for (int64_t i = clamp(s.start, n - 1, -1, n - 1); i > end; i += s.step) {
         picks[d].push_back(i);
+        if (s.step <= end - i) break;
+      }
     }
     out.push_back(static_cast<int64_t>(picks[d].size()));
   }
@@ -250,7 +270,11 @@ absl::StatusOr<bool> TileFold(OpContext& ctx) {
   std::vector<int64_t> reps = ctx.Host(1)->Int64s();
   if (static_cast<int>(reps.size()) != x.ndim()) return false;
   Shape out;
-  for (int d = 0; d < x.ndim(); ++d) out.push_back(x.shape[d] * reps[d]);
+  for (int d = 0; d < x.ndim(); ++d) {
+    int64_t o;
+    if (reps[d] < 0 || __builtin_mul_overflow(x.shape[d], reps[d], &o)) return false;
+    out.push_back(o);
+  }
   if (!Small(out)) return false;
   std::vector<int64_t> st = Strides(x.shape), ost = Strides(out), src(kiln::Prod(out));
   for (size_t i = 0; i < src.size(); ++i) {
@@ -305,12 +329,12 @@ FoldFn ReduceFold(int since, std::function<int64_t(int64_t, int64_t)> f, int64_t
 
 void RegisterFoldOps(OpRegistry* r) {
   using I = int64_t;
-  auto safe_div = [](I a, I b) { return b == 0 ? 0 : a / b; };
-  r->SetFold("Add", BinaryFold([](I a, I b) { return a + b; },
+  auto safe_div = [](I a, I b) { return DivInt(a, b); };
+  r->SetFold("Add", BinaryFold([](I a, I b) { return Wrapped(U(a) + U(b)); },
                                [](double a, double b) { return a + b; }, false));
-  r->SetFold("Sub", BinaryFold([](I a, I b) { return a - b; },
+  r->SetFold("Sub", BinaryFold([](I a, I b) { return Wrapped(U(a) - U(b)); },
                                [](double a, double b) { return a - b; }, false));
-  r->SetFold("Mul", BinaryFold([](I a, I b) { return a * b; },
+  r->SetFold("Mul", BinaryFold([](I a, I b) { return Wrapped(U(a) * U(b)); },
                                [](double a, double b) { return a * b; }, false));
   r->SetFold("Div", BinaryFold(safe_div, [](double a, double b) { return a / b; }, false));
   r->SetFold("Equal", BinaryFold([](I a, I b) -> I { return a == b; },
@@ -333,11 +357,16 @@ void RegisterFoldOps(OpRegistry* r) {
   r->SetFold("Mod", [](OpContext& ctx) -> absl::StatusOr<bool> {
     if (ctx.Int("fmod", 0)) return false;
     return BinaryFold(
-        [](I a, I b) { return b == 0 ? 0 : a - FloorDivInt(a, b) * b; },
+        [](I a, I b) {
+          return b == 0 || b == -1 ? 0
+                                   : static_cast<I>(static_cast<uint64_t>(a) -
+                                                    static_cast<uint64_t>(FloorDivInt(a, b)) *
+                                                        static_cast<uint64_t>(b));
+        },
         [](double a, double b) { return a - std::floor(a / b) * b; }, false)(ctx);
   });
-  r->SetFold("Neg", UnaryFold([](I a, I) { return -a; }, [](double a, double) { return -a; }));
-  r->SetFold("Abs", UnaryFold([](I a, I) { return a < 0 ? -a : a; },
+  r->SetFold("Neg", UnaryFold([](I a, I) { return Wrapped(0 - U(a)); }, [](double a, double) { return -a; }));
+  r->SetFold("Abs", UnaryFold([](I a, I) { return a < 0 ? Wrapped(0 - U(a)) : a; },
                               [](double a, double) { return std::fabs(a); }));
   r->SetFold("Not", UnaryFold([](I a, I) -> I { return !a; }, nullptr));
   r->SetFold("Where", WhereFold);
@@ -365,8 +394,8 @@ void RegisterFoldOps(OpRegistry* r) {
   r->SetFold("Expand", ExpandFold);
   r->SetFold("Transpose", TransposeFold);
   r->SetFold("Tile", TileFold);
-  r->SetFold("ReduceProd", ReduceFold(18, [](I a, I b) { return a * b; }, 1));
-  r->SetFold("ReduceSum", ReduceFold(13, [](I a, I b) { return a + b; }, 0));
+  r->SetFold("ReduceProd", ReduceFold(18, [](I a, I b) { return Wrapped(U(a) * U(b)); }, 1));
+  r->SetFold("ReduceSum", ReduceFold(13, [](I a, I b) { return Wrapped(U(a) + U(b)); }, 0));
   r->SetFold("ReduceMax", ReduceFold(18, [](I a, I b) { return std::max(a, b); }, INT64_MIN));
   r->SetFold("ReduceMin", ReduceFold(18, [](I a, I b) { return std::min(a, b); }, INT64_MAX));
 }

@@ -171,6 +171,7 @@ absl::Status TfIdfOp(OpContext& ctx) {
   }
   int64_t width = *std::max_element(indexes.begin(), indexes.end()) + 1;
   int64_t rows = x.ndim() == 2 ? x.shape[0] : 1, len = x.shape.back();
+  RETURN_IF_ERROR(CheckedNumel({rows, width}, kMaxHostElements, "the TfIdf output").status());
   std::vector<double> out(rows * width, 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t n = min_n; n <= max_n; ++n)
@@ -213,8 +214,12 @@ absl::Status RoiAlignOp(OpContext& ctx) {
   int64_t ratio = ctx.Int("sampling_ratio", 0);
   double scale = ctx.Float("spatial_scale", 1.0f);
   int64_t h = x.dim(2), w = x.dim(3), r_count = rois.shape[0];
-  if (ph <= 0 || pw <= 0 || r_count * ph * pw * h * w > (int64_t{1} << 28))
-    return Invalid("bad output size or too many sampling weights");
+  if (ph <= 0 || pw <= 0) return Invalid("output_height / output_width must be positive");
+  if (!CheckedNumel({r_count, ph, pw, h, w}, int64_t{1} << 28, "the RoiAlign sampling weights")
+           .ok())
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the sampling weights of ", r_count, " rois of ", ph, "x", pw, " over ", h, "x", w,
+        " are too large (more than 2^28)"));
   double offset = half_pixel ? 0.5 : 0.0;
   std::vector<double> wt(r_count * ph * pw * h * w, 0.0);
   for (int64_t r = 0; r < r_count; ++r) {
@@ -273,7 +278,10 @@ absl::Status MaxRoiPoolOp(OpContext& ctx) {
     return Invalid("pooled_shape must be two positive values");
   double scale = ctx.Float("spatial_scale", 1.0f);
   int64_t h = x.dim(2), w = x.dim(3), r_count = rois.shape[0], ph = pooled[0], pw = pooled[1];
-  if (r_count * ph * pw * h * w > (int64_t{1} << 28)) return Invalid("too many roi windows");
+  if (!CheckedNumel({r_count, ph, pw, h, w}, int64_t{1} << 28).ok())
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the windows of ", r_count, " rois of ", ph, "x", pw, " over ", h, "x", w,
+        " are too large (more than 2^28)"));
   std::vector<int64_t> mask(r_count * ph * pw * h * w, 0), batch(r_count);
   for (int64_t r = 0; r < r_count; ++r) {
     batch[r] = rois.GetInt(r * 5);

@@ -57,6 +57,13 @@ absl::Status GatherNdOp(OpContext& ctx) {
   for (int64_t i = b; i < b + k; ++i) nd *= xs[i];
   for (int64_t i = b; i < idx.ndim() - 1; ++i) nm *= is[i];
   Shape rest(xs.begin() + b + k, xs.end());
+  Shape out(is.begin(), is.end() - 1);
+  out.insert(out.end(), rest.begin(), rest.end());
+  if (nb * nm == 0) {  // no indices: an empty result
+    ctx.Set(0, Tensor::Zeros(ctx.engine(), out, x.dtype(), ctx.device()));
+    return absl::OkStatus();
+  }
+  if (nd == 0) return Invalid("indices address an empty dimension of the data");
   // Linear index into the flattened (batch, indexed dims) of the data.
   Tensor id = idx.Reshape({nb, nm, k}).Cast(dtypes::kInt64);
   Tensor lin = Tensor::Zeros(ctx.engine(), {nb, nm}, dtypes::kInt64, ctx.device());
@@ -71,8 +78,6 @@ absl::Status GatherNdOp(OpContext& ctx) {
   Shape flat_shape{nb * nd};
   flat_shape.insert(flat_shape.end(), rest.begin(), rest.end());
   Tensor r = x.Reshape(flat_shape).IndexSelect(0, (lin + batch).Reshape({nb * nm}));
-  Shape out(is.begin(), is.end() - 1);
-  out.insert(out.end(), rest.begin(), rest.end());
   ctx.Set(0, r.Reshape(out));
   return absl::OkStatus();
 }
@@ -152,6 +157,11 @@ absl::Status ScatterNdOp(OpContext& ctx) {
   Shape upd_want(idx.shape().begin(), idx.shape().end() - 1);
   upd_want.insert(upd_want.end(), rest.begin(), rest.end());
   if (upd.shape() != upd_want) return Invalid("updates shape does not match indices and data");
+  if (m == 0) {  // no updates: the data passes through
+    ctx.Set(0, data);
+    return absl::OkStatus();
+  }
+  if (p == 0) return Invalid("indices address an empty dimension of the data");
   Tensor id = idx.Reshape({m, k}).Cast(dtypes::kInt64);
   Tensor lin = Tensor::Zeros(ctx.engine(), {m}, dtypes::kInt64, ctx.device());
   int64_t stride = p;

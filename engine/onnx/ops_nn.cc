@@ -60,11 +60,25 @@ absl::StatusOr<Geometry> GetGeometry(const OpContext& ctx, const Shape& in,
   if (g.dilation.empty()) g.dilation.assign(nd, 1);
   if (g.kernel.size() != nd || g.stride.size() != nd || g.dilation.size() != nd)
     return Invalid("kernel_shape / strides / dilations do not match the spatial rank");
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t span;
+    if (g.kernel[i] < 1 || g.stride[i] < 1 || g.dilation[i] < 1)
+      return Invalid(absl::StrCat("kernel_shape, strides and dilations must be positive (axis ",
+                                  i, ": ", g.kernel[i], ", ", g.stride[i], ", ", g.dilation[i],
+                                  ")"));
+    if (__builtin_mul_overflow(g.kernel[i] - 1, g.dilation[i], &span) ||
+        span > kMaxTensorShapeElements || g.stride[i] > kMaxTensorShapeElements)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the window along axis ", i, " is too large"));
+  }
   std::string auto_pad = ctx.Str("auto_pad", "NOTSET");
   std::vector<int64_t> pads = ctx.Ints("pads");
   if (auto_pad == "NOTSET" || auto_pad.empty()) {
     if (pads.empty()) pads.assign(2 * nd, 0);
     if (pads.size() != 2 * nd) return Invalid("pads must have 2 values per spatial dim");
+    for (int64_t p : pads)
+      if (p > kMaxTensorShapeElements || p < -kMaxTensorShapeElements)
+        return absl::ResourceExhaustedError(absl::StrCat("pads of ", p, " are too large"));
     for (size_t i = 0; i < nd; ++i) g.pads.push_back({pads[i], pads[i + nd]});
   } else if (auto_pad == "VALID") {
     g.pads.assign(nd, {0, 0});
@@ -180,6 +194,7 @@ absl::StatusOr<Tensor> MaxPoolIndices(const OpContext& ctx, const Tensor& x, con
   size_t nd = g.kernel.size();
   double lowest = x.dtype().IsFloat() ? -INFINITY : DTypeMin(x.dtype());
   Tensor win = x.Pool(g.kernel, g.stride, g.dilation, g.pads, lowest);  // (N, C, *out, *k)
+  RETURN_IF_ERROR(win.status());
   Shape out(win.shape().begin(), win.shape().begin() + 2 + nd);
   Shape flat = out;
   flat.push_back(kiln::Prod(g.kernel));

@@ -142,6 +142,8 @@ absl::Status LrnOp(OpContext& ctx) {
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
   int64_t size = ctx.Int("size", 0);
   if (size <= 0 || x.ndim() < 2) return Invalid("size must be positive and rank >= 2");
+  // One slice per window element is unrolled.
+  if (size > 4096) return Unsupported(absl::StrCat("LRN size ", size, " is too large (> 4096)"));
   double alpha = ctx.Float("alpha", 1e-4f), beta = ctx.Float("beta", 0.75f);
   double bias = ctx.Float("bias", 1.0f);
   int64_t c = x.dim(1);

@@ -11,6 +11,10 @@
 namespace kiln {
 namespace {
 
+// Largest output size along one axis (the host builds per-output-index
+// tables of this length).
+constexpr int64_t kMaxResizeAxis = int64_t{1} << 24;
+
 struct ResizeAttrs {
   std::string mode = "nearest";
   std::string coord = "half_pixel";
@@ -218,10 +222,17 @@ absl::Status ResizeOp(OpContext& ctx, bool upsample) {
       s.scale = s.in > 0 ? static_cast<double>(s.out) / static_cast<double>(s.in) : 1;
     } else {
       s.scale = scales[axis];
-      if (!(s.scale > 0)) return Invalid("scales must be positive");
-      s.out = static_cast<int64_t>(std::floor(s.scale * static_cast<double>(s.in)));
+      if (!(s.scale > 0) || !std::isfinite(s.scale))
+        return Invalid("scales must be positive and finite");
+      double out = std::floor(s.scale * static_cast<double>(s.in));
+      s.out = out > static_cast<double>(kMaxResizeAxis) ? kMaxResizeAxis + 1
+                                                         : static_cast<int64_t>(out);
     }
-    if (s.out < 0 || (s.in == 0 && s.out != 0)) return Invalid("bad output size");
+    if (s.out < 0 || (s.in == 0 && s.out != 0))
+      return Invalid(absl::StrCat("bad output size ", s.out, " along axis ", axis));
+    if (s.out > kMaxResizeAxis)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the output size along axis ", axis, " is too large (more than ", kMaxResizeAxis, ")"));
     if (!roi.empty() && static_cast<int64_t>(roi.size()) == 2 * rank) {
       s.roi_lo = roi[axis];
       s.roi_hi = roi[axis + rank];

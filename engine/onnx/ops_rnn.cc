@@ -1,7 +1,13 @@
-// Recurrent layers: RNN, GRU, LSTM, unrolled over the (static) sequence
-// length at graph-build time. The input projections of all time steps are
-// one matmul; each step adds the recurrent matmul and the gate math.
-// sequence_lens freezes the state of finished sequences and zeroes their Y.
+// Recurrent layers: RNN, GRU, LSTM over the (static) sequence length.
+// The input projections of all time steps are one matmul. Then the steps
+// run one after the other while the graph is built: step t reads row t of
+// the projections and row t -/+ 1 of Y through views at a bound variable
+// (Tensor::ShrinkAt) and writes its state in place and its h into row t of
+// Y (Tensor::Assign), so every step runs the same few kernels (compiled
+// once; a JIT capture replays them with the step's variable values) and the
+// graph never grows with the sequence.
+// With sequence_lens (finished sequences freeze their state and get zeros in
+// Y) the steps are unrolled into one lazy graph instead.
 #include "engine/onnx/ops_common.h"
 
 namespace kiln {
@@ -34,6 +40,141 @@ Tensor Gate(const Tensor& t, int64_t i, int64_t h) {
   std::vector<Tensor::Slice> s(t.ndim());
   s[t.ndim() - 1] = Tensor::Slice{i * h, (i + 1) * h, 1};
   return t.Slices(s);
+}
+
+struct Cell3 {
+  Act f, g, h;  // gate, candidate and output activations
+};
+
+// One direction's cell: weights and settings.
+struct Steps {
+  Cell cell;
+  int64_t hidden;
+  double clip;
+  bool linear_before_reset;
+  Cell3 act;
+  Tensor rd;           // R of this direction: (G * hidden, hidden)
+  Tensor rb;           // its recurrence bias: (G * hidden)
+  const Tensor* peep;  // LSTM peepholes (3 * hidden) or null
+
+  Tensor Clipped(const Tensor& v) const { return clip > 0 ? v.Clip(-clip, clip) : v; }
+  Tensor Peep(int i, const Tensor& like) const {
+    return peep ? peep->Shrink({{i * hidden, (i + 1) * hidden}}) : like.ZerosLike();
+  }
+};
+
+// An LSTM's new cell state from the old one.
+Tensor LstmState(const Steps& s, const Tensor& xt, const Tensor& xr, const Tensor& c) {
+  int64_t n = s.hidden;
+  auto pre = [&](int i) { return Gate(xt, i, n) + Gate(xr, i, n); };
+  Tensor ig = s.act.f(s.Clipped(pre(0) + s.Peep(0, c) * c));
+  Tensor fg = s.act.f(s.Clipped(pre(2) + s.Peep(2, c) * c));
+  Tensor cc = s.act.g(s.Clipped(pre(3)));
+  return fg * c + ig * cc;
+}
+
+// An LSTM's h from its new cell state.
+Tensor LstmOut(const Steps& s, const Tensor& xt, const Tensor& xr, const Tensor& c_new) {
+  int64_t n = s.hidden;
+  Tensor og = s.act.f(s.Clipped(Gate(xt, 1, n) + Gate(xr, 1, n) + s.Peep(1, c_new) * c_new));
+  return og * s.act.h(c_new);
+}
+
+// The step from (xt, h) (and the LSTM cell state c): returns the new h and,
+// for an LSTM, the new c in *c_new. `xr` is h's recurrent projection
+// h R^T + Rb (batch, G * hidden), realized or not.
+Tensor CellMath(const Steps& s, const Tensor& xt, const Tensor& xr, const Tensor& h,
+                const Tensor& c, Tensor* c_new) {
+  int64_t n = s.hidden;
+  if (s.cell == Cell::kRnn) return s.act.f(s.Clipped(xt + xr));
+  if (s.cell == Cell::kGru) {
+    Tensor z = s.act.f(s.Clipped(Gate(xt, 0, n) + Gate(xr, 0, n)));
+    Tensor rg = s.act.f(s.Clipped(Gate(xt, 1, n) + Gate(xr, 1, n)));
+    Tensor cand;
+    if (s.linear_before_reset) {
+      cand = Gate(xt, 2, n) + rg * Gate(xr, 2, n);
+    } else {
+      Tensor rh = s.rd.Shrink({{2 * n, 3 * n}, {0, n}}).Transpose();  // Rh^T
+      cand = Gate(xt, 2, n) + (rg * h).Matmul(rh) + Gate(s.rb, 2, n);
+    }
+    Tensor hc = s.act.g(s.Clipped(cand));
+    return (z.Scalar(1) - z) * hc + z * h;
+  }
+  *c_new = LstmState(s, xt, xr, c);
+  return LstmOut(s, xt, xr, *c_new);
+}
+
+// Steps run one after the other, each the same kernels on other rows (see
+// the file comment). Appends Y (seq, batch, hidden), the last h and c.
+absl::Status Stepwise(const Steps& s, Tensor xw, bool reverse, const Tensor& h0,
+                      const Tensor& c0, std::vector<Tensor>* ys, std::vector<Tensor>* hs,
+                      std::vector<Tensor>* cs) {
+  const int64_t seq = xw.dim(0), batch = xw.dim(1), n = s.hidden, gn = xw.dim(2);
+  RETURN_IF_ERROR(xw.Realize());
+  Tensor y = Tensor::Empty(xw.engine(), {seq, batch, n}, xw.dtype(), xw.device());
+  RETURN_IF_ERROR(y.Realize());
+  // The LSTM cell state, updated in place (a buffer of its own).
+  Tensor c = (c0 + 0.0).Contiguous();
+  RETURN_IF_ERROR(c.Realize());
+  if (seq == 0) {
+    ys->push_back(y);
+    hs->push_back(h0);
+    cs->push_back(c);
+    return absl::OkStatus();
+  }
+  UOpRef now = UOp::Variable("rnn_t", 0, seq - 1), before = UOp::Variable("rnn_tp", 0, seq - 1);
+  Tensor rt = s.rd.Transpose();
+  int64_t last = 0;
+  for (int64_t step = 0; step < seq; ++step) {
+    int64_t ti = reverse ? seq - 1 - step : step;
+    Tensor xt = xw.ShrinkAt(0, UOp::Bind(now, ti), 1).Reshape({batch, gn});
+    Tensor h = step == 0 ? h0 : y.ShrinkAt(0, UOp::Bind(before, last), 1).Reshape({batch, n});
+    Tensor xr = h.Matmul(rt) + s.rb;
+    // The recurrent projection feeds several gates: one kernel, then the
+    // gate math reads it (an RNN's single gate fuses into its one kernel).
+    if (s.cell != Cell::kRnn) RETURN_IF_ERROR(xr.Realize());
+    Tensor h_new;
+    if (s.cell == Cell::kLstm) {
+      // The state in place (each element read where it is written), then h
+      // from the buffer that now holds the new state.
+      RETURN_IF_ERROR(c.Assign(LstmState(s, xt, xr, c)));
+      h_new = LstmOut(s, xt, xr, c);
+    } else {
+      Tensor unused;
+      h_new = CellMath(s, xt, xr, h, c, &unused);
+    }
+    RETURN_IF_ERROR(y.ShrinkAt(0, UOp::Bind(now, ti), 1).Reshape({batch, n}).Assign(h_new));
+    last = ti;
+  }
+  ys->push_back(y);
+  hs->push_back(y.Shrink({{last, last + 1}, {0, batch}, {0, n}}).Reshape({batch, n}));
+  cs->push_back(c);
+  return absl::OkStatus();
+}
+
+// All steps as one lazy graph, for sequence_lens: a finished sequence keeps
+// its state and gets zeros in Y.
+absl::Status Unrolled(const Steps& s, const Tensor& xw, const Tensor& seq_lens, bool reverse,
+                      Tensor h, Tensor c, const Tensor& zeros, std::vector<Tensor>* ys,
+                      std::vector<Tensor>* hs, std::vector<Tensor>* cs) {
+  const int64_t seq = xw.dim(0), batch = xw.dim(1), gn = xw.dim(2);
+  std::vector<Tensor> out(seq);
+  Tensor rt = s.rd.Transpose();
+  Tensor lens = seq_lens.Cast(dtypes::kInt64);
+  for (int64_t step = 0; step < seq; ++step) {
+    int64_t ti = reverse ? seq - 1 - step : step;
+    Tensor xt = xw.Shrink({{ti, ti + 1}, {0, batch}, {0, gn}}).Reshape({batch, gn});
+    Tensor c_new = c;
+    Tensor h_new = CellMath(s, xt, h.Matmul(rt) + s.rb, h, c, &c_new);
+    Tensor live = lens.Gt(lens.Scalar(ti)).Reshape({batch, 1});
+    h = Tensor::Where(live, h_new, h);
+    c = Tensor::Where(live, c_new, c);
+    out[ti] = Tensor::Where(live, h_new, zeros);
+  }
+  ys->push_back(Tensor::Stack(out, 0));
+  hs->push_back(h);
+  cs->push_back(c);
+  return absl::OkStatus();
 }
 
 absl::Status RecurrentOp(OpContext& ctx, Cell cell) {
@@ -115,60 +256,19 @@ absl::Status RecurrentOp(OpContext& ctx, Cell cell) {
     }
     Tensor h = h0 ? h0->Shrink({{d, d + 1}, {0, batch}, {0, hidden}}).Reshape({batch, hidden}) : zeros;
     Tensor c = c0 ? c0->Shrink({{d, d + 1}, {0, batch}, {0, hidden}}).Reshape({batch, hidden}) : zeros;
-    const Act& f = acts[d * per_dir];
-    const Act& g = acts[d * per_dir + (per_dir > 1 ? 1 : 0)];
-    const Act& hact = acts[d * per_dir + (per_dir > 2 ? 2 : 0)];
+    Cell3 acts3{acts[d * per_dir], acts[d * per_dir + (per_dir > 1 ? 1 : 0)],
+                acts[d * per_dir + (per_dir > 2 ? 2 : 0)]};
     // Input projections of all steps: (seq, batch, G * hidden).
     Tensor xw = x.Matmul(wd.Transpose()) + wb;
-    std::vector<Tensor> ys(seq);
-    auto clipped = [&](const Tensor& v) { return clip > 0 ? v.Clip(-clip, clip) : v; };
-    for (int64_t step = 0; step < seq; ++step) {
-      int64_t ti = reverse ? seq - 1 - step : step;
-      Tensor xt = xw.Shrink({{ti, ti + 1}, {0, batch}, {0, gates * hidden}}).Reshape({batch, gates * hidden});
-      Tensor hr = h.Matmul(rd.Transpose());  // (batch, G * hidden)
-      Tensor h_new, c_new = c;
-      if (cell == Cell::kRnn) {
-        h_new = f(clipped(xt + hr + rb));
-      } else if (cell == Cell::kGru) {
-        Tensor z = f(clipped(Gate(xt, 0, hidden) + Gate(hr, 0, hidden) + Gate(rb, 0, hidden)));
-        Tensor rg = f(clipped(Gate(xt, 1, hidden) + Gate(hr, 1, hidden) + Gate(rb, 1, hidden)));
-        Tensor rh = rd.Shrink({{2 * hidden, 3 * hidden}, {0, hidden}}).Transpose();  // Rh^T
-        Tensor cand;
-        if (ctx.Int("linear_before_reset", 0) != 0) {
-          cand = Gate(xt, 2, hidden) + rg * (h.Matmul(rh) + Gate(rb, 2, hidden));
-        } else {
-          cand = Gate(xt, 2, hidden) + (rg * h).Matmul(rh) + Gate(rb, 2, hidden);
-        }
-        Tensor hc = g(clipped(cand));
-        h_new = (z.Scalar(1) - z) * hc + z * h;
-      } else {
-        auto pre = [&](int i) { return Gate(xt, i, hidden) + Gate(hr, i, hidden) + Gate(rb, i, hidden); };
-        auto peephole = [&](int i) {
-          return peep ? peep->Shrink({{d, d + 1}, {i * hidden, (i + 1) * hidden}}).Reshape({hidden})
-                      : zeros.Shrink({{0, 1}, {0, hidden}}).Reshape({hidden});
-        };
-        Tensor ig = f(clipped(pre(0) + peephole(0) * c));
-        Tensor fg = f(clipped(pre(2) + peephole(2) * c));
-        Tensor cc = g(clipped(pre(3)));
-        c_new = fg * c + ig * cc;
-        Tensor og = f(clipped(pre(1) + peephole(1) * c_new));
-        h_new = og * hact(c_new);
-      }
-      if (seq_lens) {
-        Tensor live = seq_lens->Cast(dtypes::kInt64).Gt(seq_lens->Cast(dtypes::kInt64).Scalar(ti))
-                          .Reshape({batch, 1});
-        h = Tensor::Where(live, h_new, h);
-        c = Tensor::Where(live, c_new, c);
-        ys[ti] = Tensor::Where(live, h_new, zeros);
-      } else {
-        h = h_new;
-        c = c_new;
-        ys[ti] = h_new;
-      }
+    Tensor peep_d;
+    if (peep) peep_d = peep->Shrink({{d, d + 1}, {0, 3 * hidden}}).Reshape({3 * hidden});
+    Steps st{cell, hidden, clip, ctx.Int("linear_before_reset", 0) != 0, acts3, rd, rb,
+             peep ? &peep_d : nullptr};
+    if (seq_lens) {
+      RETURN_IF_ERROR(Unrolled(st, xw, *seq_lens, reverse, h, c, zeros, &y_dirs, &h_dirs, &c_dirs));
+    } else {
+      RETURN_IF_ERROR(Stepwise(st, xw, reverse, h, c, &y_dirs, &h_dirs, &c_dirs));
     }
-    y_dirs.push_back(Tensor::Stack(ys, 0));  // (seq, batch, hidden)
-    h_dirs.push_back(h);
-    c_dirs.push_back(c);
   }
   Tensor y = Tensor::Stack(y_dirs, 1);   // (seq, dirs, batch, hidden)
   Tensor yh = Tensor::Stack(h_dirs, 0);  // (dirs, batch, hidden)

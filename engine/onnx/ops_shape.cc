@@ -117,6 +117,7 @@ absl::Status ExpandOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(2, 2));
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
   ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.StaticInts(1));
+  RETURN_IF_ERROR(CheckedNumel(shape, kMaxTensorShapeElements, "the Expand shape").status());
   ASSIGN_OR_RETURN(Shape out, BroadcastShapes(x.shape(), shape));
   ctx.Set(0, x.Expand(out));
   return absl::OkStatus();
@@ -223,8 +224,8 @@ absl::Status PadOp(OpContext& ctx) {
 absl::Status DepthToSpaceOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
-  int64_t b = ctx.Int("blocksize", 0);
-  if (x.ndim() != 4 || b <= 0 || x.dim(1) % (b * b) != 0)
+  int64_t b = ctx.Int("blocksize", 0), bb = 0;
+  if (x.ndim() != 4 || b <= 0 || __builtin_mul_overflow(b, b, &bb) || x.dim(1) % bb != 0)
     return Invalid("needs a 4-D input whose channels divide by blocksize^2");
   int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), oc = c / (b * b);
   Tensor y;
@@ -272,15 +273,16 @@ absl::Status SizeOp(OpContext& ctx) {
 absl::Status ConstantOfShapeOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
   ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.StaticInts(0));
-  for (int64_t d : shape)
-    if (d < 0) return Invalid("negative dimension");
+  // Checked before anything is allocated: a big value stays a lazy constant.
+  ASSIGN_OR_RETURN(int64_t numel,
+                   CheckedNumel(shape, kMaxTensorShapeElements, "the ConstantOfShape output"));
   HostTensor value = HostTensor::FromDoubles({0}, {}, dtypes::kFloat32);
   if (const onnx::TensorProto* t = ctx.TensorAttr("value")) {
     ASSIGN_OR_RETURN(value, HostTensorFromProto(*t));
     if (value.numel() != 1) return Invalid("'value' must have one element");
   }
-  HostTensor out(value.dtype, shape);
-  if (out.numel() <= kHostKeepLimit) {
+  if (numel <= kHostKeepLimit) {
+    HostTensor out(value.dtype, shape);
     for (int64_t i = 0; i < out.numel(); ++i)
       std::memcpy(out.data.data() + i * value.dtype.ItemSize(), value.data.data(),
                   value.dtype.ItemSize());

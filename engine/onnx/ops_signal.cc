@@ -50,6 +50,8 @@ absl::Status MelWeightMatrixOp(OpContext& ctx) {
       bins > (1 << 16) || dft_length > (1 << 24))
     return Invalid("bad MelWeightMatrix arguments");
   int64_t spec_bins = dft_length / 2 + 1;
+  RETURN_IF_ERROR(
+      CheckedNumel({spec_bins, bins}, kMaxHostElements, "the MelWeightMatrix").status());
   auto mel = [](double f) { return 2595 * std::log10(1 + f / 700); };
   double lo_mel = mel(lo[0]), hi_mel = mel(hi[0]);
   double step = (hi_mel - lo_mel) / static_cast<double>(bins + 2);
@@ -141,6 +143,7 @@ absl::Status DftOp(OpContext& ctx) {
   std::optional<Tensor> im;
   if (complex) im = part(1);
   int64_t bins = onesided ? n / 2 + 1 : n;
+  RETURN_IF_ERROR(CheckedNumel({n, bins}, kMaxHostElements, "the DFT tables").status());
   auto [yr, yi] = Dft(ctx, re, im ? &*im : nullptr, n, bins, inverse);
   Tensor y = Tensor::Stack({yr.Transpose(axis, -1), yi.Transpose(axis, -1)}, -1);
   ctx.Set(0, y);
@@ -175,6 +178,7 @@ absl::Status StftOp(OpContext& ctx) {
   std::optional<Tensor> im;
   if (x.dim(-1) == 2) im = frames(1);
   int64_t bins = onesided ? frame / 2 + 1 : frame;
+  RETURN_IF_ERROR(CheckedNumel({frame, bins}, kMaxHostElements, "the STFT tables").status());
   auto [yr, yi] = Dft(ctx, re, im ? &*im : nullptr, frame, bins, false);
   ctx.Set(0, Tensor::Stack({yr, yi}, -1));
   return absl::OkStatus();

@@ -27,8 +27,9 @@ absl::StatusOr<Shape> ReshapeTarget(const Shape& in, const std::vector<int64_t>&
       infer = static_cast<int>(i);
     } else if (d < 0) {
       return Invalid(absl::StrCat("shape has a negative dimension ", d));
-    } else {
-      known *= d;
+    } else if (__builtin_mul_overflow(known, d, &known)) {
+      return Invalid(absl::StrCat("cannot reshape (", absl::StrJoin(in, ","), ") to (",
+                                  absl::StrJoin(target, ","), "): the shape is too large"));
     }
     out.push_back(d);
   }
@@ -101,7 +102,7 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(int64_t dim, const std::vector<i
     int64_t total = 0;
     for (int64_t s : sizes) {
       if (s < 0) return Invalid("split sizes must be non-negative");
-      total += s;
+      if (__builtin_add_overflow(total, s, &total)) return Invalid("split sizes overflow");
     }
     if (total != dim)
       return Invalid(absl::StrCat("split sizes sum to ", total, ", the axis has ", dim));
@@ -109,6 +110,8 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(int64_t dim, const std::vector<i
       return Invalid(absl::StrCat(sizes.size(), " split sizes for ", outputs, " outputs"));
     return sizes;
   }
+  if (num_outputs_attr > 0 && num_outputs_attr != outputs)
+    return Invalid(absl::StrCat("num_outputs is ", num_outputs_attr, " for ", outputs, " outputs"));
   int64_t n = num_outputs_attr > 0 ? num_outputs_attr : outputs;
   if (n <= 0) return Invalid("no outputs");
   std::vector<int64_t> out;
@@ -160,12 +163,18 @@ absl::StatusOr<std::vector<Tensor::Slice>> SliceArgs(const OpContext& ctx, const
 absl::StatusOr<HostTensor> RangeValues(const HostTensor& start, const HostTensor& limit,
                                        const HostTensor& delta) {
   DType t = start.dtype;
+  auto too_large = [](double n) {
+    return absl::ResourceExhaustedError(absl::StrCat("a range of ", n,
+                                                     " elements is too large (more than ",
+                                                     kMaxHostElements, ")"));
+  };
   if (t.IsFloat()) {
     double s = start.GetDouble(0), l = limit.GetDouble(0), d = delta.GetDouble(0);
     if (d == 0 || std::isnan(s) || std::isnan(l) || std::isnan(d))
       return Invalid("delta must be non-zero");
     double steps = std::ceil((l - s) / d);
-    if (steps > 1e8) return Invalid("range is too long");
+    if (std::isnan(steps)) return Invalid("start, limit and delta give no range");
+    if (steps > static_cast<double>(kMaxHostElements)) return too_large(steps);
     int64_t n = std::max<int64_t>(0, static_cast<int64_t>(steps));
     HostTensor out(t, {n});
     for (int64_t i = 0; i < n; ++i) out.SetDouble(i, s + static_cast<double>(i) * d);
@@ -173,10 +182,12 @@ absl::StatusOr<HostTensor> RangeValues(const HostTensor& start, const HostTensor
   }
   int64_t s = start.GetInt(0), l = limit.GetInt(0), d = delta.GetInt(0);
   if (d == 0) return Invalid("delta must be non-zero");
-  int64_t diff = l - s;
-  int64_t n = diff / d + ((diff % d != 0 && (diff > 0) == (d > 0)) ? 1 : 0);
-  n = std::max<int64_t>(n, 0);
-  if (n > 100000000) return Invalid("range is too long");
+  // ceil((l - s) / d) in 128 bits: l - s overflows int64 for hostile values.
+  __int128 diff = static_cast<__int128>(l) - s, dd = d;
+  __int128 q = diff / dd;
+  if (diff % dd != 0 && (diff > 0) == (dd > 0)) ++q;
+  if (q > kMaxHostElements) return too_large(static_cast<double>(q));
+  int64_t n = std::max<int64_t>(static_cast<int64_t>(std::max<__int128>(q, 0)), 0);
   HostTensor out(t, {n});
   for (int64_t i = 0; i < n; ++i) out.SetInt(i, s + i * d);
   return out;

@@ -1,8 +1,13 @@
 #include "engine/onnx/tensor_proto.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -16,30 +21,93 @@ namespace {
 
 using onnx::TensorProto;
 
+// An open file descriptor, closed on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Opens `path` for reading without blocking (a FIFO without a writer would
+// block a plain open) and checks that it is a regular file; `*size` gets
+// its size.
+absl::StatusOr<int> OpenRegular(const std::string& path, const char* what, int64_t* size) {
+  if (path.find('\0') != std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat(what, " path contains a NUL byte"));
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", what, " '", path, "': ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", path, "' is not a regular file"));
+  }
+  // Regular files never block; reads go through the normal path.
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  *size = static_cast<int64_t>(st.st_size);
+  return fd;
+}
+
+// Reads exactly `length` bytes at `offset` of `fd`.
+absl::Status ReadAt(int fd, int64_t offset, int64_t length, char* out, const std::string& path) {
+  int64_t done = 0;
+  while (done < length) {
+    size_t chunk = static_cast<size_t>(std::min<int64_t>(length - done, int64_t{1} << 30));
+    ssize_t r = ::pread(fd, out + done, chunk, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      return absl::DataLossError(absl::StrCat("short read from '", path, "' (", done, " of ",
+                                              length, " bytes)"));
+    done += r;
+  }
+  return absl::OkStatus();
+}
+
+// Physical memory of this machine (bytes); a single tensor larger than this
+// can never be held.
+int64_t PhysicalMemory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<int64_t>::max();
+  if (pages > std::numeric_limits<int64_t>::max() / page) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(pages) * page;
+}
+
 // Reads `length` bytes at `offset` of an external data file (length < 0: to
-// the end of the file).
-absl::StatusOr<std::string> ReadExternal(const std::string& path, int64_t offset,
-                                         int64_t length) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open external data file '", path, "'"));
-  f.seekg(0, std::ios::end);
-  int64_t size = static_cast<int64_t>(f.tellg());
+// the end of the file); the range must hold exactly `want` bytes.
+absl::StatusOr<std::string> ReadExternal(const std::string& path, int64_t offset, int64_t length,
+                                         int64_t want) {
+  int64_t size = 0;
+  ASSIGN_OR_RETURN(int fd_num, OpenRegular(path, "external data file", &size));
+  Fd fd(fd_num);
   if (offset < 0 || offset > size)
     return absl::InvalidArgumentError(absl::StrCat("external data offset ", offset,
                                                    " is outside '", path, "' (", size, " bytes)"));
   if (length < 0) length = size - offset;
-  if (offset + length > size)
-    return absl::InvalidArgumentError(absl::StrCat("external data [", offset, ", ",
-                                                   offset + length, ") is outside '", path,
-                                                   "' (", size, " bytes)"));
+  if (length > size - offset)  // no overflow: both sides are in [0, size]
+    return absl::InvalidArgumentError(absl::StrCat("external data of ", length,
+                                                   " bytes at offset ", offset, " is outside '",
+                                                   path, "' (", size, " bytes)"));
+  if (length != want)
+    return absl::InvalidArgumentError(absl::StrCat("external data has ", length,
+                                                   " bytes, the shape needs ", want));
   std::string out(static_cast<size_t>(length), '\0');
-  f.seekg(offset);
-  if (length > 0 && !f.read(out.data(), length))
-    return absl::DataLossError(absl::StrCat("short read from '", path, "'"));
+  RETURN_IF_ERROR(ReadAt(fd.get(), offset, length, out.data(), path));
   return out;
 }
 
-absl::StatusOr<std::string> ExternalBytes(const TensorProto& p, const std::string& base_dir) {
+absl::StatusOr<std::string> ExternalBytes(const TensorProto& p, const std::string& base_dir,
+                                          int64_t want) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
@@ -62,7 +130,7 @@ absl::StatusOr<std::string> ExternalBytes(const TensorProto& p, const std::strin
       return absl::InvalidArgumentError(
           absl::StrCat("external data location '", location, "' leaves the model directory"));
   std::string path = base_dir.empty() ? location : absl::StrCat(base_dir, "/", location);
-  return ReadExternal(path, offset, length);
+  return ReadExternal(path, offset, length, want);
 }
 
 // Fills `h` (already shaped) from a typed repeated field.
@@ -135,21 +203,20 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
   };
   // The element count, checked before anything is allocated.
-  int64_t numel = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return fail(absl::InvalidArgumentError("negative dimension"));
-    if (d != 0 && numel > (int64_t{1} << 40) / d)
-      return fail(absl::InvalidArgumentError("the tensor is too large"));
-    numel *= d;
-  }
+  auto checked = CheckedNumel(shape, int64_t{1} << 40, "the tensor");
+  if (!checked.ok()) return fail(checked.status());
+  const int64_t numel = *checked;
   const size_t nbytes = static_cast<size_t>(numel) * dt->ItemSize();
+  // Checked before anything is read or allocated (external data can name a
+  // huge sparse file).
+  if (static_cast<int64_t>(nbytes) > PhysicalMemory())
+    return fail(absl::ResourceExhaustedError(
+        absl::StrCat("the tensor needs ", nbytes, " bytes, more than this machine's memory (",
+                     PhysicalMemory(), " bytes)")));
 
   if (p.data_location() == TensorProto::EXTERNAL) {
-    auto bytes = ExternalBytes(p, base_dir);
+    auto bytes = ExternalBytes(p, base_dir, static_cast<int64_t>(nbytes));
     if (!bytes.ok()) return fail(bytes.status());
-    if (bytes->size() != nbytes)
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "external data has ", bytes->size(), " bytes, the shape needs ", nbytes)));
     HostTensor h(*dt, shape);
     if (nbytes) std::memcpy(h.data.data(), bytes->data(), nbytes);
     return h;
@@ -212,13 +279,37 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
   return h;
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return absl::DataLossError(absl::StrCat("error reading '", path, "'"));
-  return ss.str();
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, int64_t max_bytes) {
+  int64_t size = 0;
+  ASSIGN_OR_RETURN(int fd_num, OpenRegular(path, "file", &size));
+  Fd fd(fd_num);
+  auto too_big = [&](int64_t n) {
+    return absl::ResourceExhaustedError(absl::StrCat("'", path, "' is ", n > size ? "over " : "",
+                                                     n, " bytes, more than the limit of ",
+                                                     max_bytes, " bytes"));
+  };
+  if (size > max_bytes) return too_big(size);
+  // Read to the end (the file may have changed since fstat), never past the
+  // limit.
+  std::string out;
+  out.resize(static_cast<size_t>(size));
+  int64_t done = 0;
+  while (true) {
+    if (done == static_cast<int64_t>(out.size())) {
+      if (done > max_bytes) return too_big(done);
+      out.resize(static_cast<size_t>(std::min<int64_t>(max_bytes + 1, done + (int64_t{1} << 20))));
+      if (done == static_cast<int64_t>(out.size())) return too_big(done);
+    }
+    ssize_t r = ::read(fd.get(), out.data() + done, out.size() - static_cast<size_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0)
+      return absl::DataLossError(absl::StrCat("error reading '", path, "': ", std::strerror(errno)));
+    if (r == 0) break;
+    done += r;
+  }
+  if (done > max_bytes) return too_big(done);
+  out.resize(static_cast<size_t>(done));
+  return out;
 }
 
 absl::StatusOr<HostTensor> ReadTensorProtoFile(const std::string& path, std::string* name) {

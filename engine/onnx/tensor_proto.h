@@ -31,7 +31,10 @@ int OnnxTypeOf(DType t);
 std::string OnnxTypeName(int onnx_type);
 
 // Decodes `proto`. `base_dir` is the directory external data paths are
-// relative to (the model file's directory; empty: the current directory).
+// relative to (the model file's directory; empty: the current directory);
+// their location must stay inside it ("..", absolute paths are refused) and
+// name a regular file. A tensor larger than this machine's physical memory
+// is refused (RESOURCE_EXHAUSTED) before anything is allocated.
 absl::StatusOr<HostTensor> HostTensorFromProto(const onnx::TensorProto& proto,
                                                const std::string& base_dir = "");
 
@@ -43,8 +46,18 @@ absl::StatusOr<HostTensor> ReadTensorProtoFile(const std::string& path,
 // Encodes `t` as a TensorProto with raw_data.
 void HostTensorToProto(const HostTensor& t, const std::string& name, onnx::TensorProto* proto);
 
-// Reads a whole file into a string.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+// The largest file ReadFileToString reads by default: protobuf parses at
+// most 2 GiB, so a bigger model.onnx could never load (weights beyond that
+// belong in external data files).
+inline constexpr int64_t kMaxModelFileBytes = (int64_t{1} << 31) - 1;
+
+// Reads a whole regular file into a string, with a bounded read: anything
+// else (a FIFO, a device such as /dev/zero, a directory; also through a
+// symlink) is refused without blocking (INVALID_ARGUMENT), and so is a file
+// larger than `max_bytes` (RESOURCE_EXHAUSTED) -- also one that grows past
+// it while being read.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path,
+                                             int64_t max_bytes = kMaxModelFileBytes);
 
 }  // namespace kiln
 

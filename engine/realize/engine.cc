@@ -1,5 +1,6 @@
 #include "engine/realize/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -276,9 +277,19 @@ absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKe
   return out;
 }
 
+absl::Status Engine::RealizeInto(const UOpRef& root, const ScheduleTarget& target,
+                                 const std::string& device) {
+  return Run({root}, device, &target).status();
+}
+
 absl::StatusOr<UOpList> Engine::Realize(const UOpList& roots, const std::string& device_name) {
+  return Run(roots, device_name, nullptr);
+}
+
+absl::StatusOr<UOpList> Engine::Run(const UOpList& roots, const std::string& device_name,
+                                    const ScheduleTarget* target) {
   ASSIGN_OR_RETURN(Device * device, registry_->Get(device_name));
-  ASSIGN_OR_RETURN(Schedule sched, CreateSchedule(roots, device->name()));
+  ASSIGN_OR_RETURN(Schedule sched, CreateSchedule(roots, device->name(), target));
   UOpList asts;
   for (const ScheduleItem& it : sched.items) asts.push_back(it.ast);
   ASSIGN_OR_RETURN(auto kernels, GetKernels(device, asts));
@@ -293,6 +304,14 @@ absl::StatusOr<UOpList> Engine::Realize(const UOpList& roots, const std::string&
     if (static_cast<int>(e.bufs.size()) < e.kernel->num_bufs)
       return absl::InternalError(absl::StrCat("kernel ", e.kernel->name, " wants ",
                                               e.kernel->num_bufs, " buffers"));
+    for (const std::string& v : e.kernel->vars) {
+      auto it = std::find_if(sched.items[i].var_vals.begin(), sched.items[i].var_vals.end(),
+                             [&](const auto& kv) { return kv.first == v; });
+      if (it == sched.items[i].var_vals.end())
+        return absl::InternalError(absl::StrCat("kernel ", e.kernel->name, ": variable ", v,
+                                                " is not bound"));
+      e.vars.push_back(it->second);
+    }
     RETURN_IF_ERROR(e.Run());
     flops += e.kernel->flops;
     bytes += e.kernel->bytes;

@@ -108,6 +108,10 @@ class Engine {
   // Computes `roots` (tensor-graph nodes) on `device`. Returns, per root, the
   // BUFFER UOp holding it (allocated, contiguous in the root's shape).
   absl::StatusOr<UOpList> Realize(const UOpList& roots, const std::string& device);
+  // Computes `root` into target.buffer through target.st (an assignment into
+  // an existing buffer; see ScheduleTarget).
+  absl::Status RealizeInto(const UOpRef& root, const ScheduleTarget& target,
+                           const std::string& device);
 
   // The device memory of a BUFFER UOp (allocated on first use).
   absl::StatusOr<BufferRef> StorageOf(const UOpRef& buffer);
@@ -126,6 +130,8 @@ class Engine {
   using CacheKey = std::pair<const Device*, const UOp*>;
 
   absl::StatusOr<RendererOptions> OptionsFor(Device* device) const;
+  absl::StatusOr<UOpList> Run(const UOpList& roots, const std::string& device,
+                              const ScheduleTarget* target);
 
   DeviceRegistry* registry_;
   EngineOptions options_;

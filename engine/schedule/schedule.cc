@@ -38,6 +38,7 @@ const Shape& ShapeInfer::Of(const UOpRef& root) {
       case Op::kBuffer: s = {BufferOf(*u).size()}; break;
       case Op::kConst: s = {}; break;
       case Op::kView: s = StOf(*u)->shape(); break;
+      case Op::kGather: s = memo_.at(u->src(1).get()); break;
       case Op::kReduceAxis:
         s = memo_.at(u->src(0).get());
         for (int64_t a : ReduceAxesOf(*u)) s[a] = 1;
@@ -75,6 +76,16 @@ bool IsComputed(const UOp& u) {
 
 // A realized leaf needs no kernel of its own.
 bool IsLeaf(const UOp& u) { return u.op() == Op::kBuffer || u.op() == Op::kConst; }
+
+// A gather reads its source at data-dependent places: straight from a
+// buffer through one plain view (a weight, an embedding table) or else from
+// a buffer the source is realized into.
+bool GatherReadsInPlace(const UOp& x) {
+  if (x.op() == Op::kBuffer) return true;
+  if (x.op() != Op::kView || x.src(0)->op() != Op::kBuffer) return false;
+  const ShapeTracker& st = *StOf(x);
+  return st.views().size() == 1 && !st.view().mask();
+}
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -159,6 +170,8 @@ class RealizePlanner {
       if (u->op() == Op::kContiguous) realize_.insert(u);
     for (const UOp* u : order_)
       if (IsPadFused(*u, users_, shapes_)) pad_views_.insert(u->src(0).get());
+    for (const UOp* u : order_)
+      if (u->op() == Op::kGather && !GatherReadsInPlace(*u->src(0))) realize_.insert(u->src(0).get());
     for (int sweep = 0; sweep < 64; ++sweep)
       if (!Sweep()) return realize_;
     return absl::InternalError("scheduler: realize planning does not converge");
@@ -427,6 +440,8 @@ class KernelBuilder {
       }
       case Op::kCopy:
         return absl::UnimplementedError("cross-device COPY is not supported by the scheduler yet");
+      case Op::kGather:
+        return LowerGather(u, acc);
       default:
         break;
     }
@@ -439,6 +454,49 @@ class KernelBuilder {
     }
     UOpRef r = u->Replace(src);
     return IsZeroPreserving(u->op()) ? r : MaskGuard(r, acc);
+  }
+
+  // out[o] = x[.., idx[o], ..] (0 outside [0, n)): a LOAD of x's buffer
+  // through x's view with the gathered axis taken out, plus idx * its stride.
+  absl::StatusOr<UOpRef> LowerGather(const UOpRef& u, const ShapeTracker& acc) {
+    const std::vector<int64_t>& a = u->arg().Ints();
+    const UOpRef& x = u->src(0);
+    const Shape& xs = shapes_->Of(x);
+    const Shape& os = shapes_->Of(u);
+    if (a.size() != xs.size() + 2 || a[0] < 0 || a[0] >= static_cast<int64_t>(xs.size()))
+      return absl::InternalError("scheduler: malformed GATHER");
+    const int64_t axis = a[0], n = a[1];
+    UOpRef buf;
+    View base = View::Create(xs);
+    if (Realized(x.get())) {
+      buf = x->op() == Op::kBuffer ? x : buffer_of_.at(x.get());
+    } else if (GatherReadsInPlace(*x)) {
+      buf = x->src(0);
+      base = StOf(*x)->view();
+    } else {
+      return absl::InternalError("scheduler: GATHER of an unrealized value");
+    }
+    std::vector<int64_t> strides(os.size(), 0);
+    for (size_t d = 0; d < xs.size(); ++d) {
+      int64_t o = a[2 + d];
+      if (static_cast<int64_t>(d) == axis || xs[d] == 1) continue;
+      if (o < 0 || o >= static_cast<int64_t>(os.size()))
+        return absl::InternalError("scheduler: malformed GATHER dims");
+      strides[o] = base.strides()[d];
+    }
+    View xv = View::Create(os, strides, base.offset()).WithSymbolicOffset(base.symbolic_offset());
+    ShapeTracker st = ShapeTracker({xv}).Compose(acc);
+    ASSIGN_OR_RETURN(UOpRef idx, Lower(u->src(1), acc));
+    if (idx->dtype() != dtypes::kIndex) idx = UOp::Make(Op::kCast, dtypes::kIndex, {idx});
+    UOpRef zero = UOp::ConstInt(0);
+    UOpRef in_range = LogicalAnd(Alu(Op::kCmpLt, {idx * -1, UOp::ConstInt(1)}), idx < n);
+    // Out of range reads element 0 of the axis (always in the buffer), then 0.
+    UOpRef safe = Alu(Op::kWhere, {in_range, idx, zero});
+    UOpRef off = safe * base.strides()[axis];
+    int p = ParamOf(buf);
+    UOpRef load = UOp::Make(Op::kLoad, u->dtype(), {DefineGlobal(p, u->dtype()), off},
+                            Arg(StArg(st)));
+    return MaskGuard(Alu(Op::kWhere, {in_range, load, UOp::Const(u->dtype(), int64_t{0})}), acc);
   }
 
   const UOp* root_;
@@ -524,9 +582,45 @@ void PlanMemory(Schedule* s, const std::unordered_set<const UOp*>& outputs,
     }
 }
 
+// Replaces the bound variables in the views of a kernel AST by the variables
+// (so the AST is the same for every value) and keeps their values.
+absl::Status Unbind(ScheduleItem* item) {
+  std::map<std::string, int64_t> vals;
+  std::unordered_map<const UOp*, UOpRef> memo;
+  bool any = false;
+  for (const UOp* u : Toposort(item->ast)) {
+    UOpList src;
+    bool changed = false;
+    for (const UOpRef& s : u->src()) {
+      src.push_back(memo.at(s.get()));
+      changed |= src.back() != s;
+    }
+    Arg arg = u->arg();
+    const ShapeTracker* st = StOf(*u);
+    if (st && st->HasBinds()) {
+      ShapeTracker unbound = *st;
+      if (!st->Unbind(&unbound, &vals))
+        return absl::InvalidArgumentError("a kernel binds one variable to two values");
+      arg = Arg(StArg(unbound));
+      changed = any = true;
+    }
+    memo[u] = changed ? UOp::Make(u->op(), u->dtype(), std::move(src), std::move(arg)) : u->ref();
+  }
+  if (!any) return absl::OkStatus();
+  item->ast = memo.at(item->ast.get());
+  item->var_vals.assign(vals.begin(), vals.end());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string& device) {
+absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string& device,
+                                        const ScheduleTarget* target) {
+  if (target && roots.size() != 1)
+    return absl::InternalError("scheduler: an assignment has one root");
+  if (target && (target->st.HasMask() ||
+                 target->st.RealSize() > BufferOf(*target->buffer).size()))
+    return absl::InvalidArgumentError("scheduler: the assignment's view leaves its buffer");
   ShapeInfer shapes;
   RealizePlanner planner(roots, &shapes);
   ASSIGN_OR_RETURN(std::unordered_set<const UOp*> realized, planner.Run());
@@ -538,6 +632,7 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
   // Roots that already are a contiguous view of a whole buffer need no kernel.
   std::unordered_map<const UOp*, UOpRef> direct;
   for (const UOpRef& r : roots) {
+    if (target) break;  // an assignment always writes its target
     if (r->op() == Op::kBuffer) direct[r.get()] = r;
     if (r->op() == Op::kView && r->src(0)->op() == Op::kBuffer && StOf(*r)->contiguous() &&
         StOf(*r)->size() == BufferOf(*r->src(0)).size())
@@ -545,6 +640,10 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
   }
   for (const UOp* u : order) {
     if (!realized.count(u) || direct.count(u)) continue;
+    if (target && u == roots[0].get()) {
+      buffer_of[u] = target->buffer;
+      continue;
+    }
     int64_t n = Prod(shapes.Of(u->ref()));
     buffer_of[u] = NewBuffer(u->dtype(), n, device);
   }
@@ -565,6 +664,15 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
     if (!buffer_of.count(u)) continue;
     if (Prod(shapes.Of(u->ref())) == 0) continue;  // empty: nothing to compute
     KernelBuilder kb(u, realized, buffer_of, &shapes);
+    if (target && u == roots[0].get()) {
+      if (shapes.Of(u->ref()) != target->st.shape())
+        return absl::InvalidArgumentError("scheduler: an assignment of another shape");
+      UOpRef value = u->op() == Op::kContiguous ? u->src(0) : u->ref();
+      ASSIGN_OR_RETURN(ScheduleItem item, kb.BuildInto(value, target->st));
+      RETURN_IF_ERROR(Unbind(&item));
+      sched.items.push_back(std::move(item));
+      continue;
+    }
     if (u->op() == Op::kContiguous && planner.pad_views().count(u->src(0).get()) &&
         !realized.count(u->src(0)->src(0).get())) {
       const Shape& full = shapes.Of(u->ref());
@@ -580,10 +688,12 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
         value = UOp::Make(Op::kView, value->dtype(), {value},
                           Arg(StArg(ShapeTracker::FromShape(shapes.Of(value)).Reshape(into.shape()))));
       ASSIGN_OR_RETURN(ScheduleItem item, kb.BuildInto(value, into));
+      RETURN_IF_ERROR(Unbind(&item));
       sched.items.push_back(std::move(item));
       continue;
     }
     ASSIGN_OR_RETURN(ScheduleItem item, kb.Build());
+    RETURN_IF_ERROR(Unbind(&item));
     sched.items.push_back(std::move(item));
   }
   PlanMemory(&sched, output_bufs, device);

@@ -30,6 +30,16 @@ namespace kiln {
 struct ScheduleItem {
   UOpRef ast;
   UOpList bufs;
+  // Values of the variables bound in the views this kernel reads or writes
+  // (the AST has the unbound variables, so it is the same for every value).
+  std::vector<std::pair<std::string, int64_t>> var_vals;
+};
+
+// Realize a root into an existing buffer, through a view of it (an
+// assignment), instead of into a new buffer of its own.
+struct ScheduleTarget {
+  UOpRef buffer;    // a BUFFER
+  ShapeTracker st = ShapeTracker::FromShape({});  // the root's shape -> the buffer; no mask
 };
 
 struct Schedule {
@@ -50,8 +60,10 @@ class ShapeInfer {
   UOpList keep_;
 };
 
-// Builds the kernels that realize `roots` on `device`.
-absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string& device);
+// Builds the kernels that realize `roots` on `device`. With a target, there
+// is one root and it is computed into target->buffer through target->st.
+absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string& device,
+                                        const ScheduleTarget* target = nullptr);
 
 }  // namespace kiln
 

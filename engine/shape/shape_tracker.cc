@@ -70,6 +70,10 @@ ShapeTracker ShapeTracker::Shrink(const std::vector<std::pair<int64_t, int64_t>>
 ShapeTracker ShapeTracker::Flip(const std::vector<bool>& axes) const {
   return WithTop(views_, view().Flip(axes));
 }
+ShapeTracker ShapeTracker::ShrinkAt(int axis, const UOpRef& start, int64_t size) const {
+  return WithTop(views_, view().ShrinkAt(axis, start, size));
+}
+
 ShapeTracker ShapeTracker::Stride(const std::vector<int64_t>& steps) const {
   return WithTop(views_, view().Stride(steps));
 }
@@ -88,7 +92,8 @@ ShapeTracker ShapeTracker::ExtendBroadcast(int axis, int64_t size) const {
              "ExtendBroadcast: axis ", axis, " of ", ToString());
   Shape shape = v.shape();
   shape[axis] = size;
-  return WithTop(views_, View::Create(shape, v.strides(), v.offset(), v.mask()));
+  return WithTop(views_, View::Create(shape, v.strides(), v.offset(), v.mask())
+                             .WithSymbolicOffset(v.symbolic_offset()));
 }
 
 ShapeTracker ShapeTracker::Compose(const ShapeTracker& top) const {
@@ -160,6 +165,35 @@ std::pair<UOpRef, UOpRef> ShapeTracker::ToIndexVars() const {
 }
 
 int64_t ShapeTracker::RealSize() const { return views_.front().RealSize(); }
+
+bool ShapeTracker::HasBinds() const {
+  for (const View& v : views_)
+    if (v.symbolic_offset())
+      for (const UOp* u : Toposort(v.symbolic_offset()))
+        if (u->op() == Op::kBind) return true;
+  return false;
+}
+
+bool ShapeTracker::Unbind(ShapeTracker* out, std::map<std::string, int64_t>* vals) const {
+  std::vector<View> views = views_;
+  for (View& v : views) {
+    if (!v.symbolic_offset()) continue;
+    std::unordered_map<const UOp*, UOpRef> subst;
+    for (const UOp* u : Toposort(v.symbolic_offset())) {
+      if (u->op() != Op::kBind) continue;
+      const std::string& name = u->src(0)->arg().Str();
+      int64_t value = u->src(1)->const_value().index() == 0
+                          ? std::get<int64_t>(u->src(1)->const_value())
+                          : 0;
+      auto [it, fresh] = vals->emplace(name, value);
+      if (!fresh && it->second != value) return false;
+      subst[u] = u->src(0);
+    }
+    if (!subst.empty()) v = v.WithSymbolicOffset(Substitute(v.symbolic_offset(), subst));
+  }
+  *out = ShapeTracker(std::move(views));
+  return true;
+}
 
 size_t ShapeTracker::Hash() const {
   size_t h = views_.size();

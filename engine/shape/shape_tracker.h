@@ -8,6 +8,7 @@
 #ifndef KILN_ENGINE_SHAPE_SHAPE_TRACKER_H_
 #define KILN_ENGINE_SHAPE_SHAPE_TRACKER_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,6 +40,9 @@ class ShapeTracker {
   ShapeTracker Pad(const std::vector<std::pair<int64_t, int64_t>>& pads) const;
   ShapeTracker Shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const;
   ShapeTracker Flip(const std::vector<bool>& axes) const;
+  // Dim `axis`, `size` long, from the symbolic index `start` (an expression
+  // of bound variables: UOp::Bind) on; see View::ShrinkAt.
+  ShapeTracker ShrinkAt(int axis, const UOpRef& start, int64_t size) const;
   ShapeTracker Stride(const std::vector<int64_t>& steps) const;
   ShapeTracker Reshape(const Shape& new_shape) const;
   // Grows dim `axis` of the top view to `size` (>= its size) when the top
@@ -55,6 +59,13 @@ class ShapeTracker {
   std::pair<UOpRef, UOpRef> ToIndexVars() const;
   // Largest buffer index + 1 the tracker can touch.
   int64_t RealSize() const;
+
+  // True when a view's symbolic offset holds bound variables.
+  bool HasBinds() const;
+  // The same tracker with every bound variable replaced by the variable
+  // itself; the values go to *vals (name -> value). False when one name is
+  // bound to two values.
+  bool Unbind(ShapeTracker* out, std::map<std::string, int64_t>* vals) const;
 
   bool operator==(const ShapeTracker& o) const { return views_ == o.views_; }
   size_t Hash() const;

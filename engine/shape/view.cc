@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/uop/symbolic.h"
 
 namespace kiln {
 namespace {
@@ -18,6 +19,9 @@ View::Mask FullMask(const Shape& s) {
 }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// A movement op's result keeps its source's symbolic offset.
+View KeepSym(const UOpRef& sym, View v) { return sym ? v.WithSymbolicOffset(sym) : v; }
 
 }  // namespace
 
@@ -62,6 +66,27 @@ View View::Create(Shape shape, std::vector<int64_t> strides, int64_t offset,
   return v;
 }
 
+View View::AddSymbolicOffset(const UOpRef& term) const {
+  return WithSymbolicOffset(sym_ ? sym_ + term : term);
+}
+
+View View::WithSymbolicOffset(UOpRef sym) const {
+  View v = *this;
+  v.sym_ = std::move(sym);
+  v.contiguous_ = contiguous_ && !v.sym_;
+  if (!v.sym_) v.contiguous_ = v.offset_ == 0 && !v.mask_ && v.strides_ == ContiguousStrides(v.shape_);
+  return v;
+}
+
+View View::ShrinkAt(int axis, const UOpRef& start, int64_t size) const {
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (size_t i = 0; i < ndim(); ++i)
+    b.push_back(static_cast<int>(i) == axis ? std::make_pair(int64_t{0}, size)
+                                            : std::make_pair(int64_t{0}, shape_[i]));
+  View v = Shrink(b);
+  return strides_[axis] == 0 ? v : v.AddSymbolicOffset(start * strides_[axis]);
+}
+
 bool View::EmptyMask() const {
   if (!mask_) return false;
   for (const auto& [lo, hi] : *mask_)
@@ -83,7 +108,7 @@ View View::Permute(const std::vector<int>& order) const {
     st.push_back(strides_[o]);
     if (m) m->push_back((*mask_)[o]);
   }
-  return Create(s, st, offset_, m);
+  return KeepSym(sym_, Create(s, st, offset_, m));
 }
 
 View View::Expand(const Shape& ns) const {
@@ -99,7 +124,7 @@ View View::Expand(const Shape& ns) const {
       (*m)[i] = {0, any ? ns[i] : 0};
     }
   }
-  return Create(ns, st, offset_, m);
+  return KeepSym(sym_, Create(ns, st, offset_, m));
 }
 
 View View::Pad(const std::vector<std::pair<int64_t, int64_t>>& pads) const {
@@ -114,7 +139,7 @@ View View::Pad(const std::vector<std::pair<int64_t, int64_t>>& pads) const {
     off -= b * strides_[i];
     m[i] = {m[i].first + b, m[i].second + b};
   }
-  return Create(s, strides_, off, m);
+  return KeepSym(sym_, Create(s, strides_, off, m));
 }
 
 View View::Shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const {
@@ -133,7 +158,7 @@ View View::Shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const 
       m->push_back({std::max<int64_t>(mlo - lo, 0), std::min<int64_t>(mhi - lo, hi - lo)});
     }
   }
-  return Create(s, strides_, off, m);
+  return KeepSym(sym_, Create(s, strides_, off, m));
 }
 
 View View::Flip(const std::vector<bool>& axes) const {
@@ -147,7 +172,7 @@ View View::Flip(const std::vector<bool>& axes) const {
     st[i] = -strides_[i];
     if (m) (*m)[i] = {shape_[i] - (*m)[i].second, shape_[i] - (*m)[i].first};
   }
-  return Create(shape_, st, off, m);
+  return KeepSym(sym_, Create(shape_, st, off, m));
 }
 
 View View::Stride(const std::vector<int64_t>& steps) const {
@@ -162,7 +187,7 @@ View View::Stride(const std::vector<int64_t>& steps) const {
     st[i] = strides_[i] * k;
     if (m) (*m)[i] = {CeilDiv((*m)[i].first, k), CeilDiv((*m)[i].second, k)};
   }
-  return Create(s, st, offset_, m);
+  return KeepSym(sym_, Create(s, st, offset_, m));
 }
 
 std::optional<View> View::Reshape(const Shape& ns) const {
@@ -214,13 +239,15 @@ std::optional<View> View::Reshape(const Shape& ns) const {
       acc *= ns[jj];
     }
   }
-  return Create(ns, st, offset_, mask_ ? std::optional<Mask>(m) : std::nullopt);
+  return KeepSym(sym_,
+                            Create(ns, st, offset_, mask_ ? std::optional<Mask>(m) : std::nullopt));
 }
 
 std::pair<UOpRef, UOpRef> View::ToIndex(const UOpList& idxs) const {
   KILN_CHECK(idxs.size() == ndim(), "index rank mismatch");
   DType it = idxs.empty() ? dtypes::kIndex : idxs[0]->dtype();
   UOpRef idx = UOp::ConstInt(offset_, it);
+  if (sym_) idx = idx + (sym_->dtype() == it ? sym_ : Alu(Op::kCast, {sym_}));
   UOpRef valid = UOp::Const(dtypes::kBool, int64_t{1});
   for (size_t i = 0; i < ndim(); ++i) {
     if (shape_[i] != 1 && strides_[i] != 0) idx = idx + idxs[i] * strides_[i];
@@ -244,6 +271,7 @@ int64_t View::RealSize() const {
     lo_idx += std::min(a, b);
   }
   (void)lo_idx;
+  if (sym_) hi_idx += sym_->vmax();
   return hi_idx + 1;
 }
 
@@ -252,6 +280,7 @@ size_t View::Hash() const {
   for (int64_t d : shape_) h = Mix(h, d);
   for (int64_t d : strides_) h = Mix(h, d);
   h = Mix(h, offset_);
+  if (sym_) h = Mix(h, sym_->hash());
   if (mask_)
     for (auto [lo, hi] : *mask_) h = Mix(Mix(h, lo), hi);
   return h;
@@ -260,6 +289,7 @@ size_t View::Hash() const {
 std::string View::ToString() const {
   std::string s = absl::StrCat("View(shape=(", absl::StrJoin(shape_, ","), "), strides=(",
                                absl::StrJoin(strides_, ","), "), offset=", offset_);
+  if (sym_) absl::StrAppend(&s, "+", RenderExpr(sym_));
   if (mask_) {
     std::vector<std::string> parts;
     for (auto [lo, hi] : *mask_) parts.push_back(absl::StrCat("(", lo, ",", hi, ")"));

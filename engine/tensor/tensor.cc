@@ -4,6 +4,8 @@
 #include "engine/tensor/tensor.h"
 
 #include <cmath>
+#include <optional>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,11 +13,27 @@
 #include "engine/shape/shape_tracker.h"
 #include "engine/tensor/tensor_internal.h"
 #include "engine/uop/buffer.h"
+#include "engine/uop/pattern.h"
 #include "engine/uop/symbolic.h"
 
 namespace kiln {
 
 std::string ShapeStr(const Shape& s) { return absl::StrCat("(", absl::StrJoin(s, ","), ")"); }
+
+absl::Status CheckShape(const Shape& s, const char* op) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": shape ", ShapeStr(s), " has a negative dimension"));
+    if (d == 0) continue;
+    if (n > kMaxTensorElements / d)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          op, ": shape ", ShapeStr(s), " is too large (more than 2^48 elements)"));
+    n *= d;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
@@ -48,6 +66,7 @@ Tensor Tensor::FromError(const Tensor& like, absl::Status s) {
 }
 
 Tensor Tensor::Derive(UOpRef u, Shape shape, DType dtype) const {
+  if (absl::Status bad = CheckShape(shape, "tensor"); !bad.ok()) return FromError(*this, bad);
   auto st = std::make_shared<State>();
   st->engine = s_->engine;
   st->device = s_->device;
@@ -67,7 +86,9 @@ int64_t Tensor::numel() const { return kiln::Prod(s_->shape); }
 int64_t Tensor::dim(int axis) const {
   int n = ndim();
   if (axis < 0) axis += n;
-  KILN_CHECK(axis >= 0 && axis < n, "dim: axis out of range");
+  // An axis out of range (a caller that did not check a hostile model's
+  // rank) reads as -1: any shape built from it is refused as negative.
+  if (axis < 0 || axis >= n) return -1;
   return s_->shape[axis];
 }
 
@@ -94,9 +115,8 @@ UOpRef ViewOfBuffer(const UOpRef& buf, const Shape& shape) {
 }  // namespace
 
 Tensor Tensor::Empty(Engine* e, Shape shape, DType dtype, const std::string& device) {
-  for (int64_t d : shape)
-    if (d < 0) return NewTensor(e, nullptr, shape, dtype, device,
-                                absl::InvalidArgumentError("negative dimension"));
+  if (absl::Status bad = CheckShape(shape, "empty"); !bad.ok())
+    return NewTensor(e, nullptr, shape, dtype, device, bad);
   UOpRef buf = NewBuffer(dtype, kiln::Prod(shape), device);
   absl::Status st = e->StorageOf(buf).status();
   return NewTensor(e, ViewOfBuffer(buf, shape), shape, dtype, device, st);
@@ -104,6 +124,8 @@ Tensor Tensor::Empty(Engine* e, Shape shape, DType dtype, const std::string& dev
 
 Tensor Tensor::FromBuffer(Engine* e, BufferRef buffer, Shape shape, DType dtype,
                           const std::string& device) {
+  if (absl::Status bad = CheckShape(shape, "from_buffer"); !bad.ok())
+    return NewTensor(e, nullptr, shape, dtype, device, bad);
   int64_t n = kiln::Prod(shape);
   if (!buffer || buffer->nbytes() < static_cast<size_t>(n) * dtype.ItemSize())
     return NewTensor(e, nullptr, shape, dtype, device,
@@ -136,6 +158,8 @@ Tensor Tensor::Const(ConstValue v, DType dtype) const {
 
 Tensor Tensor::Full(Engine* e, Shape shape, ConstValue value, DType dtype,
                     const std::string& device) {
+  if (absl::Status bad = CheckShape(shape, "full"); !bad.ok())
+    return NewTensor(e, nullptr, shape, dtype, device, bad);
   Tensor c = NewTensor(e, UOp::Const(dtype, value), {}, dtype, device);
   return c.Reshape(Shape(shape.size(), 1)).Expand(shape);
 }
@@ -158,7 +182,13 @@ Tensor Tensor::Scalar(double v) const {
 Tensor Tensor::Arange(Engine* e, double start, double stop, double step, DType dtype,
                       const std::string& device) {
   if (step == 0) return Error(absl::InvalidArgumentError("arange: step must not be 0"));
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  double steps = std::ceil((stop - start) / step);
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step) || std::isnan(steps))
+    return Error(absl::InvalidArgumentError("arange: start, stop and step must be finite"));
+  if (steps > static_cast<double>(kMaxHostIota))
+    return Error(absl::ResourceExhaustedError(absl::StrCat(
+        "arange: ", steps, " elements is too large (more than 2^28, built on the host)")));
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(steps));
   std::vector<double> vals(n);
   for (int64_t i = 0; i < n; ++i) vals[i] = start + static_cast<double>(i) * step;
   Tensor f = FromVector(e, vals, {n}, dtypes::kFloat64, device);
@@ -183,6 +213,8 @@ Tensor Hash32(const Tensor& x) {
 }  // namespace
 
 Tensor Tensor::Rand(Engine* e, Shape shape, uint64_t seed, DType dtype, const std::string& device) {
+  if (absl::Status bad = CheckShape(shape, "rand"); !bad.ok())
+    return NewTensor(e, nullptr, shape, dtype, device, bad);
   int64_t n = kiln::Prod(shape);
   Tensor idx = Arange(e, 0, static_cast<double>(n), 1, dtypes::kUInt32, device);
   Tensor s0 = idx.Const(static_cast<int64_t>(seed & 0xffffffffu), dtypes::kUInt32);
@@ -225,6 +257,66 @@ absl::Status Tensor::RealizeAll(std::vector<Tensor*> ts) {
 }
 
 absl::Status Tensor::Realize() { return RealizeAll({this}); }
+
+namespace {
+
+// The buffer indices [lo, hi] a single-view tracker touches with its bound
+// variables at their values; nullopt when that is not known.
+std::optional<std::pair<int64_t, int64_t>> TouchedRange(const ShapeTracker& st) {
+  if (st.views().size() != 1) return std::nullopt;
+  const View& v = st.view();
+  int64_t lo = v.offset(), hi = v.offset();
+  if (const UOpRef& sym = v.symbolic_offset()) {
+    std::unordered_map<const UOp*, UOpRef> values;
+    for (const UOp* x : Toposort(sym))
+      if (x->op() == Op::kBind) values[x] = x->src(1);
+    UOpRef c = Simplify(Substitute(sym, values));
+    if (!c->IsConst()) return std::nullopt;
+    lo += std::get<int64_t>(c->const_value());
+    hi = lo;
+  }
+  for (size_t d = 0; d < v.ndim(); ++d) {
+    if (v.shape()[d] == 0) return std::nullopt;
+    int64_t span = (v.shape()[d] - 1) * v.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return std::make_pair(lo, hi);
+}
+
+}  // namespace
+
+absl::Status Tensor::Assign(const Tensor& value) {
+  if (!ok()) return status();
+  if (!value.ok()) return value.status();
+  if (value.shape() != shape() || value.dtype() != dtype())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assign: a ", value.dtype().Name(), " value of shape (", absl::StrJoin(value.shape(), ","),
+        ") into a ", dtype().Name(), " tensor of shape (", absl::StrJoin(shape(), ","), ")"));
+  if (value.engine() != engine() || value.device() != device())
+    return absl::InvalidArgumentError("assign: the value lives on another device");
+  const UOpRef& u = uop();
+  const bool view = u->op() == Op::kView && u->src(0)->op() == Op::kBuffer;
+  if (!view && u->op() != Op::kBuffer)
+    return absl::InvalidArgumentError("assign: the target is not a view of a realized buffer");
+  ScheduleTarget target{view ? u->src(0) : u,
+                        view ? *StOf(*u) : ShapeTracker::FromShape(shape())};
+  if (target.st.HasMask())
+    return absl::InvalidArgumentError("assign: the target is a padded view");
+  // A value reading the target's buffer through another view that may
+  // overlap the written elements would race with the writes: compute it into
+  // a buffer of its own first. (Reading another row of it is fine.)
+  Tensor v = value;
+  std::optional<std::pair<int64_t, int64_t>> written = TouchedRange(target.st);
+  for (const UOp* x : Toposort(v.uop())) {
+    if (x->op() != Op::kView || x->src(0) != target.buffer || *StOf(*x) == target.st) continue;
+    std::optional<std::pair<int64_t, int64_t>> read = TouchedRange(*StOf(*x));
+    if (written && read && (read->second < written->first || written->second < read->first))
+      continue;
+    RETURN_IF_ERROR(v.Realize());
+    break;
+  }
+  return engine()->RealizeInto(v.Contiguous().uop(), target, device());
+}
 
 absl::StatusOr<BufferRef> Tensor::Buffer() {
   RETURN_IF_ERROR(Realize());

@@ -95,6 +95,12 @@ class Tensor {
 
   // ---------------- realization ----------------
   absl::Status Realize();
+  // Writes `value` (same shape and dtype) into this tensor's memory, now:
+  // this must be a view of a realized buffer without padding (a whole
+  // buffer, a slice, a ShrinkAt row). Every tensor viewing that buffer sees
+  // the new data. A value that reads the buffer itself is computed first
+  // unless it reads each element exactly where it is written.
+  absl::Status Assign(const Tensor& value);
   // Realizes this and `others` together (one schedule).
   static absl::Status RealizeAll(std::vector<Tensor*> tensors);
   // Row-major bytes of the data.
@@ -213,6 +219,12 @@ class Tensor {
   Tensor Expand(Shape shape) const;    // -1 keeps a dim; may prepend dims
   Tensor Pad(const Pads& pads, double value = 0) const;  // negative pads shrink
   Tensor Shrink(const Pads& bounds) const;
+  // `size` elements of dim `axis` from the symbolic index `start` on: an
+  // integer expression of bound variables (UOp::Bind(UOp::Variable(...), v))
+  // whose bounds keep it inside the dim. Kernels reading or writing through
+  // it take the variables as arguments, so one kernel serves every value
+  // (an unrolled recurrence reads step t of a buffer this way).
+  Tensor ShrinkAt(int64_t axis, const UOpRef& start, int64_t size) const;
   Tensor Flip(std::vector<int64_t> axes) const;
   // Python-style slice per axis: start, stop, step (step != 0).
   struct Slice {
@@ -234,6 +246,13 @@ class Tensor {
   Tensor Gather(int64_t axis, const Tensor& index) const;
   // Take slices along `axis` (numpy take / ONNX Gather).
   Tensor IndexSelect(int64_t axis, const Tensor& index) const;
+  // The indexed-load primitive under Gather and IndexSelect: out[o] =
+  // x[.., idx[o] at `axis`, ..] with the other coordinates taken from o:
+  // input dim d (d != axis) is output dim dims[d], of the same size. idx is
+  // an integer tensor in the output's shape; an index outside
+  // [0, x.dim(axis)) reads 0 (never outside x). O(output) work.
+  static Tensor GatherLoad(const Tensor& x, int64_t axis, const Tensor& idx,
+                           const std::vector<int64_t>& dims);
 
   // ---------------- linear algebra and nn ----------------
   Tensor Matmul(const Tensor& o) const;  // numpy matmul (batched, broadcasting)

@@ -25,6 +25,10 @@ bool NormAxis(int64_t* axis, int64_t n) {
 // 0, 1, ..., n-1 of integer type `dt` (host-built), shaped to rank `rank`
 // with the values along `axis`.
 Tensor Iota(const Tensor& like, int64_t n, DType dt, int64_t rank, int64_t axis) {
+  if (n < 0 || n > kMaxHostIota)
+    return TensorInternal::ErrorLike(
+        like, absl::ResourceExhaustedError(absl::StrCat(
+                  "index: an axis of ", n, " elements is too large to index (more than 2^28)")));
   Shape s(rank, 1);
   s[axis] = n;
   if (dt.ItemSize() == 8) {
@@ -75,7 +79,8 @@ Tensor Tensor::Cat(const std::vector<Tensor>& ts, int64_t axis) {
     if (t.engine() != first.engine() || t.device() != first.device())
       return Fail(first, "cat: tensors are on different devices / engines");
     dt = PromoteTypes(dt, t.dtype());
-    total += t.shape()[axis];
+    if (__builtin_add_overflow(total, t.shape()[axis], &total))
+      return TensorInternal::ErrorLike(first, absl::ResourceExhaustedError("cat: too large"));
   }
   Shape out = first.shape();
   out[axis] = total;
@@ -130,7 +135,7 @@ std::vector<Tensor> Tensor::Split(const std::vector<int64_t>& sizes, int64_t axi
   int64_t sum = 0;
   for (int64_t s : sizes) {
     if (s < 0) return fail("split: negative size");
-    sum += s;
+    if (__builtin_add_overflow(sum, s, &sum)) return fail("split: sizes overflow");
   }
   if (sizes.empty() || sum != shape()[axis])
     return fail(absl::StrCat("split: sizes [", absl::StrJoin(sizes, ","), "] do not add up to ",
@@ -165,8 +170,16 @@ Tensor Tensor::Repeat(const std::vector<int64_t>& repeats_in) const {
     unit.push_back(s[i]);
     expanded.push_back(reps[i]);
     expanded.push_back(s[i]);
-    out.push_back(reps[i] * s[i]);
+    int64_t o;
+    if (__builtin_mul_overflow(reps[i], s[i], &o))
+      return TensorInternal::ErrorLike(
+          *this, absl::ResourceExhaustedError(absl::StrCat(
+                     "repeat: ", ShapeStr(shape()), " by [", absl::StrJoin(repeats_in, ","),
+                     "] is too large")));
+    out.push_back(o);
   }
+  if (absl::Status bad = CheckShape(expanded, "repeat"); !bad.ok())
+    return TensorInternal::ErrorLike(*this, bad);
   return Reshape(unit).Expand(expanded).Reshape(out);
 }
 
@@ -188,12 +201,10 @@ Tensor Tensor::Gather(int64_t axis, const Tensor& index) const {
                                ShapeStr(shape()), " outside axis ", axis));
     b.push_back({0, i == axis ? shape()[i] : index.shape()[i]});
   }
-  int64_t n = shape()[axis];
-  // x: (..., 1, n, ...)  index: (..., m, 1, ...)  iota: (1.., n at axis+1, ..)
-  Tensor x = Shrink(b).Unsqueeze(axis);
-  Tensor idx = WrapIndex(index, n).Unsqueeze(axis + 1);
-  Tensor onehot = idx.Eq(Iota(*this, n, idx.dtype(), ndim() + 1, axis + 1));
-  return SumSelected(x, onehot, axis + 1);
+  // An indexed load of the input (shrunk to the index outside the axis).
+  std::vector<int64_t> dims(ndim());
+  for (int i = 0; i < ndim(); ++i) dims[i] = i;
+  return GatherLoad(Shrink(b), axis, WrapIndex(index, shape()[axis]), dims);
 }
 
 Tensor Tensor::IndexSelect(int64_t axis, const Tensor& index) const {
@@ -205,17 +216,19 @@ Tensor Tensor::IndexSelect(int64_t axis, const Tensor& index) const {
   if (!NormAxis(&axis, ndim()))
     return Fail(*this,
                 absl::StrCat("index_select: axis out of range for shape ", ShapeStr(shape())));
-  int64_t n = shape()[axis], m = index.numel();
-  // x: (..., 1, n, ...)  one-hot: (1.., m, n, 1..)
-  Shape hs(ndim() + 1, 1);
-  hs[axis] = m;
-  Tensor idx = WrapIndex(index, n).Reshape(hs);
-  Tensor onehot = idx.Eq(Iota(*this, n, idx.dtype(), ndim() + 1, axis + 1));
-  Tensor r = SumSelected(Unsqueeze(axis), onehot, axis + 1);
+  // out (pre..., index..., post...) = x[pre, index[j], post]: an indexed
+  // load with the index broadcast over pre and post.
   Shape out(shape().begin(), shape().begin() + axis);
   out.insert(out.end(), index.shape().begin(), index.shape().end());
   out.insert(out.end(), shape().begin() + axis + 1, shape().end());
-  return r.Reshape(out);
+  const int64_t k = index.ndim();
+  Shape is(axis, 1);
+  is.insert(is.end(), index.shape().begin(), index.shape().end());
+  is.resize(out.size(), 1);
+  Tensor idx = WrapIndex(index, shape()[axis]).Reshape(is).Expand(out);
+  std::vector<int64_t> dims(ndim());
+  for (int64_t d = 0; d < ndim(); ++d) dims[d] = d < axis ? d : d + k - 1;
+  return GatherLoad(*this, axis, idx, dims);
 }
 
 namespace {

@@ -26,6 +26,15 @@ struct TensorInternal {
 };
 
 std::string ShapeStr(const Shape& s);
+// Largest element count of a tensor shape (counting only its non-zero dims,
+// which also bounds every stride of a view of it): sizes beyond this are
+// hostile input, and their products would overflow int64 arithmetic.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
+// OK when `s` can be a tensor's shape: INVALID_ARGUMENT for a negative dim,
+// RESOURCE_EXHAUSTED beyond kMaxTensorElements. `op` prefixes the message.
+absl::Status CheckShape(const Shape& s, const char* op);
+// Largest host-built index vector (Arange, iotas): 2^28 elements.
+inline constexpr int64_t kMaxHostIota = int64_t{1} << 28;
 // The float type float-valued ops compute in (float32 for integer inputs).
 DType FloatType(DType t);
 

@@ -57,8 +57,9 @@ Tensor Tensor::Reshape(Shape ns) const {
       infer = static_cast<int>(i);
     } else if (ns[i] < 0) {
       return Fail(*this, "reshape: negative dimension");
-    } else {
-      known *= ns[i];
+    } else if (__builtin_mul_overflow(known, ns[i], &known)) {
+      return Fail(*this, absl::StrCat("reshape: ", ShapeStr(shape()), " -> ", ShapeStr(ns),
+                                      " changes the number of elements"));
     }
   }
   if (infer >= 0) {
@@ -67,6 +68,9 @@ Tensor Tensor::Reshape(Shape ns) const {
                                       ShapeStr(ns)));
     ns[infer] = numel() / known;
   }
+  // Checked: a product that overflows could wrap to the right count.
+  if (absl::Status bad = CheckShape(ns, "reshape"); !bad.ok())
+    return TensorInternal::ErrorLike(*this, bad);
   if (kiln::Prod(ns) != numel())
     return Fail(*this, absl::StrCat("reshape: ", ShapeStr(shape()), " -> ", ShapeStr(ns),
                                     " changes the number of elements"));
@@ -103,6 +107,8 @@ Tensor Tensor::Expand(Shape ns) const {
     if (padded[i] != ns[i] && padded[i] != 1)
       return Fail(*this, absl::StrCat("expand: ", ShapeStr(shape()), " -> ", ShapeStr(ns)));
   }
+  if (absl::Status bad = CheckShape(ns, "expand"); !bad.ok())
+    return TensorInternal::ErrorLike(*this, bad);
   Tensor r = Reshape(padded);
   if (ns == padded) return r;
   return r.ViewOp([&](const ShapeTracker& s) { return s.Expand(ns); });
@@ -115,8 +121,17 @@ Tensor Tensor::Pad(const Pads& pads, double value) const {
   // Negative padding shrinks first.
   Pads shrink, grow;
   bool any_shrink = false, any_grow = false;
+  Shape grown = shape();
   for (int i = 0; i < ndim(); ++i) {
     auto [b, a] = pads[i];
+    // |pad| beyond the dim (or INT64_MIN) crops everything; checked sums.
+    if ((b < 0 && b < -shape()[i]) || (a < 0 && a < -shape()[i]))
+      return Fail(*this, "pad: negative padding larger than the dimension");
+    if (__builtin_add_overflow(grown[i], b, &grown[i]) ||
+        __builtin_add_overflow(grown[i], a, &grown[i]))
+      return TensorInternal::ErrorLike(
+          *this, absl::ResourceExhaustedError(absl::StrCat(
+                     "pad: padding ", ShapeStr(shape()), " by (", b, ",", a, ") is too large")));
     int64_t lo = b < 0 ? -b : 0, hi = shape()[i] - (a < 0 ? -a : 0);
     if (lo > hi) return Fail(*this, "pad: negative padding larger than the dimension");
     shrink.push_back({lo, hi});
@@ -124,6 +139,8 @@ Tensor Tensor::Pad(const Pads& pads, double value) const {
     any_shrink |= b < 0 || a < 0;
     any_grow |= b > 0 || a > 0;
   }
+  if (absl::Status bad = CheckShape(grown, "pad"); !bad.ok())
+    return TensorInternal::ErrorLike(*this, bad);
   Tensor x = any_shrink ? Shrink(shrink) : *this;
   if (!any_grow) return x;
   Tensor padded = x.ViewOp([&](const ShapeTracker& s) { return s.Pad(grow); });
@@ -146,6 +163,20 @@ Tensor Tensor::Shrink(const Pads& bounds) const {
   }
   if (identity) return *this;
   return ViewOp([&](const ShapeTracker& s) { return s.Shrink(bounds); });
+}
+
+Tensor Tensor::ShrinkAt(int64_t axis, const UOpRef& start, int64_t size) const {
+  if (!ok()) return *this;
+  if (axis < 0) axis += ndim();
+  if (axis < 0 || axis >= ndim()) return Fail(*this, "shrink_at: axis out of range");
+  if (!start || start->dtype().IsFloat() || size < 0 || start->vmin() < 0 ||
+      start->vmax() > shape()[axis] - size)
+    return Fail(*this, absl::StrCat("shrink_at: a start in [", start ? start->vmin() : 0, ", ",
+                                    start ? start->vmax() : 0, "] with size ", size,
+                                    " leaves dim ", shape()[axis]));
+  return ViewOp([&](const ShapeTracker& s) {
+    return s.ShrinkAt(static_cast<int>(axis), start, size);
+  });
 }
 
 Tensor Tensor::Flip(std::vector<int64_t> axes) const {
@@ -189,7 +220,11 @@ Tensor Tensor::Slices(const std::vector<Slice>& slices) const {
       bounds.push_back({lo, hi});
       flip_axes.push_back(i);
     }
-    steps.push_back(std::abs(s.step));
+    // A step at least the extent picks one element: clamp it (|INT64_MIN|
+    // does not exist, and huge steps would overflow the view's arithmetic).
+    int64_t extent = std::max<int64_t>(bounds.back().second - bounds.back().first, 1);
+    steps.push_back(s.step < 0 ? (s.step < -extent ? extent : -s.step)
+                               : std::min(s.step, extent));
   }
   Tensor r = Shrink(bounds).Flip(flip_axes);
   bool strided = std::any_of(steps.begin(), steps.end(), [](int64_t s) { return s != 1; });
@@ -253,12 +288,15 @@ Tensor Tensor::Flatten(int64_t start, int64_t end) const {
 Tensor Tensor::AsStrided(Shape ns, std::vector<int64_t> strides, int64_t offset) const {
   if (!ok()) return *this;
   if (ns.size() != strides.size()) return Fail(*this, "as_strided: rank mismatch");
+  if (absl::Status bad = CheckShape(ns, "as_strided"); !bad.ok())
+    return TensorInternal::ErrorLike(*this, bad);
   int64_t lo = offset, hi = offset;
   for (size_t i = 0; i < ns.size(); ++i) {
-    if (ns[i] < 0) return Fail(*this, "as_strided: negative dimension");
     if (ns[i] == 0) lo = 0, hi = -1;
-    int64_t span = (ns[i] - 1) * strides[i];
-    (span < 0 ? lo : hi) += span;
+    int64_t span;
+    if (__builtin_mul_overflow(std::max<int64_t>(ns[i] - 1, 0), strides[i], &span) ||
+        __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi))
+      return Fail(*this, "as_strided: window reaches outside the tensor");
   }
   if (kiln::Prod(ns) > 0 && (lo < 0 || hi >= numel()))
     return Fail(*this, "as_strided: window reaches outside the tensor");

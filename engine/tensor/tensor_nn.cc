@@ -94,7 +94,11 @@ Tensor Tensor::Pool(const std::vector<int64_t>& kernel_in, const std::vector<int
   const Shape& ps = p.shape();
   Shape out_shape(ps.begin(), ps.begin() + lead);
   for (size_t i = 0; i < nk; ++i) {
-    int64_t span = dilation[i] * (kernel_in[i] - 1) + 1;
+    int64_t span;
+    if (__builtin_mul_overflow(dilation[i], kernel_in[i] - 1, &span) || span >= ps[lead + i])
+      span = ps[lead + i] + 1;  // (overflowing: certainly larger than the input)
+    else
+      span += 1;
     if (ps[lead + i] < span)
       return Fail(*this, absl::StrCat("pool: window ", span, " (kernel ", VecStr(kernel_in),
                                       ") is larger than the padded input ", ShapeStr(ps)));
@@ -286,8 +290,22 @@ Tensor Tensor::ConvTranspose(const Tensor& w_in, const Tensor* bias, const ConvO
   if (static_cast<int64_t>(padding.size()) != nd)
     return Fail(*this, absl::StrCat("conv_transpose: ", padding.size(), " paddings for ", nd,
                                     " spatial dims"));
-  for (int64_t i = 0; i < nd; ++i)
+  for (int64_t i = 0; i < nd; ++i) {
     if (shape()[2 + i] == 0) return Fail(*this, "conv_transpose: empty spatial dim");
+    // The output size, in checked arithmetic (the options may be hostile).
+    int64_t a, b, out;
+    if (__builtin_mul_overflow(stride[i], shape()[2 + i] - 1, &a) ||
+        __builtin_mul_overflow(dilation[i], kernel[i] - 1, &b) ||
+        __builtin_add_overflow(a, b, &out) || __builtin_add_overflow(out, opad[i], &out) ||
+        __builtin_add_overflow(out, 1, &out) ||
+        __builtin_sub_overflow(out, padding[i].first, &out) ||
+        __builtin_sub_overflow(out, padding[i].second, &out) || out > kMaxTensorElements ||
+        padding[i].first < -kMaxTensorElements || padding[i].second < -kMaxTensorElements)
+      return TensorInternal::ErrorLike(
+          *this, absl::ResourceExhaustedError(absl::StrCat(
+                     "conv_transpose: input ", ShapeStr(shape()), " with stride ",
+                     VecStr(stride), " and padding gives an output that is too large")));
+  }
   if (bias && !bias->ok()) return *bias;
   if (bias && bias->numel() != g * cout_g)
     return Fail(*this, absl::StrCat("conv_transpose: bias ", ShapeStr(bias->shape()), " for ",
@@ -481,7 +499,15 @@ Tensor Tensor::Resize(const Shape& sizes, ResizeMode mode, CoordMode coord,
       return Fail(*this, absl::StrCat("resize: cannot resize the empty dim of ", ShapeStr(shape()),
                                       " to ", VecStr(sizes)));
   }
+  if (absl::Status bad = CheckShape(sizes, "resize"); !bad.ok())
+    return TensorInternal::ErrorLike(*this, bad);
   if (kiln::Prod(sizes) == 0) return Zeros(engine(), sizes, dtype(), device());
+  for (int axis = 0; axis < ndim(); ++axis)  // the host-built (out, in) tables
+    if (sizes[axis] != shape()[axis] && sizes[axis] > kMaxHostIota / std::max<int64_t>(shape()[axis], 1))
+      return TensorInternal::ErrorLike(
+          *this, absl::ResourceExhaustedError(absl::StrCat(
+                     "resize: ", ShapeStr(shape()), " -> ", VecStr(sizes),
+                     " needs an interpolation table that is too large")));
   Tensor r = *this;
   bool linear = mode == ResizeMode::kLinear;
   // Linear interpolation computes in float32 (float64 stays float64).

@@ -313,6 +313,35 @@ TEST_P(ReduceMovementTest, BufferReadOnlyThroughItsPadding) {
   Check((cat.Shrink({{0, 2}}).Sum() + cat.Shrink({{10, 12}})), {303, 403});
 }
 
+// Rows picked by bound variables (ShrinkAt) and written in place (Assign):
+// every row is the same kernel with other variable values, compiled once.
+TEST_P(ReduceMovementTest, SymbolicRowsAndAssignShareOneKernel) {
+  Tensor src = T(Iota(12), {4, 3});
+  Tensor dst = Tensor::Zeros(e, {4, 3}, dtypes::kFloat32, dev);
+  ASSERT_TRUE(dst.Realize().ok());
+  UOpRef r = UOp::Variable("r", 0, 3), w = UOp::Variable("w", 0, 3);
+  uint64_t compiled = 0;
+  for (int64_t i = 0; i < 4; ++i) {
+    Tensor row = src.ShrinkAt(0, UOp::Bind(r, i), 1) * 2.0 + 1.0;
+    ASSERT_TRUE(dst.ShrinkAt(0, UOp::Bind(w, 3 - i), 1).Assign(row).ok());
+    if (i == 0) compiled = e->stats().kernels_compiled;
+  }
+  EXPECT_EQ(e->stats().kernels_compiled, compiled) << "a new kernel per row";
+  Check(dst, {19, 21, 23, 13, 15, 17, 7, 9, 11, 1, 3, 5});
+  // In place, reading each element where it is written; and through another
+  // view (a transpose), which is computed before it is written.
+  Tensor sq = T({1, 2, 3, 4}, {2, 2});
+  ASSERT_TRUE(sq.Realize().ok());
+  ASSERT_TRUE(sq.Assign(sq * 10.0 + 1.0).ok());
+  ASSERT_TRUE(sq.Assign(sq.Transpose() + sq).ok());
+  Check(sq, {22, 52, 52, 82});
+  // A symbolic start outside the dim, a mismatched shape, a padded target.
+  EXPECT_FALSE(src.ShrinkAt(0, UOp::Bind(UOp::Variable("x", 0, 4), 0), 1).ok());
+  EXPECT_FALSE(dst.Assign(src.Shrink({{0, 2}, {0, 3}})).ok());
+  EXPECT_FALSE(dst.Pad({{1, 0}, {0, 0}}).Shrink({{0, 4}, {0, 3}}).Assign(src).ok());
+  EXPECT_FALSE((src + 1.0).Assign(src).ok());  // not a realized buffer
+}
+
 // One lazy graph with thousands of reduces that each need their own kernel
 // (an unrolled recurrence): the scheduler plans it in one realize. The old
 // planner restarted after every decision and gave up after 1000 (an abort).

@@ -6,7 +6,7 @@ namespace kiln {
 
 const char* OpName(Op op) {
   static constexpr const char* kNames[] = {
-      "BUFFER", "VIEW", "CONTIGUOUS", "REDUCE_AXIS", "COPY", "SINK", "LOAD", "STORE", "VALID",
+      "BUFFER", "VIEW", "CONTIGUOUS", "REDUCE_AXIS", "COPY", "BIND", "GATHER", "SINK", "LOAD", "STORE", "VALID",
       "DEFINE_GLOBAL", "DEFINE_VAR", "DEFINE_ACC", "SPECIAL", "RANGE", "ENDRANGE", "ASSIGN",
       "VECTORIZE", "GEP", "BARRIER", "DEFINE_LOCAL", "IF", "ENDIF", "CONST", "CAST", "BITCAST",
       "NEG", "EXP2", "LOG2", "SIN", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL", "FDIV", "IDIV",

@@ -15,6 +15,11 @@ enum class Op : uint8_t {
   kContiguous,  // force src[0] to be realized into its own buffer
   kReduceAxis,  // arg: ints {reduce op (as Op), axis...}; also in kernel ASTs
   kCopy,        // copy src[0] to another device; arg: opaque device handle
+  kBind,        // a DEFINE_VAR bound to a value for one realize: src = {var, CONST value};
+                // only inside view offsets of the tensor graph (see View)
+  kGather,      // indexed load: src = {x, idx (int, output shape)}; arg: ints {axis, n,
+                // out dim of each x dim (-1 for axis)}: out[o] = x[.., idx[o] at axis, ..]
+                // where 0 <= idx[o] < n, else 0 (see Tensor::GatherLoad)
   // --- kernel AST ---
   kSink,   // root of a kernel AST: src = stores
   kLoad,   // AST: src[0]=kDefineGlobal, arg=ShapeTracker. Linear: src = buf, idx[, gate, alt]

@@ -243,6 +243,9 @@ UOp::UOp(Op op, DType dtype, UOpList src, Arg arg, size_t hash)
     case Op::kDefineVar:  // src = {min, max}
       if (src_.size() == 2) set(s(0)->vmin_, s(1)->vmax_);
       break;
+    case Op::kBind:  // the variable's bounds, not the value: folding stays value-free
+      set(s(0)->vmin_, s(0)->vmax_);
+      break;
     case Op::kRange:
       set(s(0)->vmin_, static_cast<__int128>(s(1)->vmax_) - 1);
       break;
@@ -341,6 +344,10 @@ UOpRef UOp::Const(DType dtype, ConstValue v) {
 
 UOpRef UOp::Variable(const std::string& name, int64_t min, int64_t max, DType dtype) {
   return Make(Op::kDefineVar, dtype, {ConstInt(min, dtype), ConstInt(max, dtype)}, Arg(name));
+}
+
+UOpRef UOp::Bind(const UOpRef& var, int64_t value) {
+  return Make(Op::kBind, var->dtype(), {var, ConstInt(value, var->dtype())});
 }
 
 ConstValue UOp::const_value() const {

@@ -87,6 +87,8 @@ class UOp : public std::enable_shared_from_this<UOp> {
   // A symbolic integer variable with bounds [min, max].
   static UOpRef Variable(const std::string& name, int64_t min, int64_t max,
                          DType dtype = dtypes::kIndex);
+  // `var` (a Variable) bound to `value` (within its bounds; not checked).
+  static UOpRef Bind(const UOpRef& var, int64_t value);
 
   Op op() const { return op_; }
   DType dtype() const { return dtype_; }
