@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <new>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +20,25 @@ uint64_t Ns(absl::Duration d) {
 }
 
 void Ewma(double v, double* acc) { *acc = *acc == 0 ? v : (1 - kEwma) * *acc + kEwma * v; }
+
+// A run of the backend; an exception (an allocation the engine did not
+// check first, memory taken by others) fails this batch, not the process:
+// the executor's worker thread would otherwise std::terminate kilnd.
+absl::StatusOr<std::vector<OutputTensor>> RunGuarded(ModelRunner& runner,
+                                                     const std::vector<InputTensor>& inputs,
+                                                     RunStats* stats) {
+  try {
+    return runner.Run(inputs, stats);
+  } catch (const std::bad_alloc& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory running the model (", e.what(), ")"));
+  } catch (const std::length_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory running the model (", e.what(), ")"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("running the model failed: ", e.what()));
+  }
+}
 
 // Writes `n` deterministic pseudo-random elements of `t` (floats in [0, 1),
 // integers in [0, 10), bools 0 / 1).
@@ -114,7 +136,7 @@ absl::StatusOr<std::vector<OutputTensor>> Executor::RunCounted(
     Instance& inst, const std::string& key, int64_t rows, const std::vector<InputTensor>& inputs,
     RunStats* stats) {
   absl::Time start = clock_->Now();
-  absl::StatusOr<std::vector<OutputTensor>> outs = inst.runner->Run(inputs, stats);
+  absl::StatusOr<std::vector<OutputTensor>> outs = RunGuarded(*inst.runner, inputs, stats);
   double seconds = absl::ToDoubleSeconds(clock_->Now() - start);
   if (!outs.ok()) return outs;
   bool replay = stats->path == RunStats::Path::kReplay;

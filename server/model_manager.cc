@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <new>
+#include <stdexcept>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
@@ -88,6 +91,11 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::LoadVersion(const Mod
   if (::stat(path.c_str(), &st) != 0)
     return absl::NotFoundError(absl::StrCat("model '", base.name, "' version ", version,
                                             ": no model file ", path));
+  // A FIFO would block the load (and every load after it), a device such as
+  // /dev/zero would never end.
+  if (!S_ISREG(st.st_mode))
+    return absl::InvalidArgumentError(absl::StrCat("model '", base.name, "' version ", version,
+                                                   ": ", path, " is not a regular file"));
   ASSIGN_OR_RETURN(std::string device, ResolveDevice(base));
   ASSIGN_OR_RETURN(m->backend_, loader_->Load(path, device));
   if (base.derived) {
@@ -128,6 +136,26 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::LoadVersion(const Mod
 }
 
 absl::Status ModelManager::LoadLocked(const std::string& name) {
+  // Sizes are checked before they are allocated; an allocation that still
+  // fails must not leave the model LOADING (nor reach the RPC as UNKNOWN).
+  absl::Status s;
+  try {
+    return LoadModelLocked(name);
+  } catch (const std::bad_alloc& e) {
+    s = absl::ResourceExhaustedError(absl::StrCat("loading ", name, ": out of memory (", e.what(), ")"));
+  } catch (const std::length_error& e) {
+    s = absl::ResourceExhaustedError(absl::StrCat("loading ", name, ": out of memory (", e.what(), ")"));
+  } catch (const std::exception& e) {
+    s = absl::InternalError(absl::StrCat("loading ", name, ": ", e.what()));
+  }
+  absl::MutexLock l(&mu_);
+  Entry& e = models_[name];
+  if (e.versions.empty()) e.state = "UNAVAILABLE";
+  e.reason = std::string(s.message());
+  return s;
+}
+
+absl::Status ModelManager::LoadModelLocked(const std::string& name) {
   {
     absl::MutexLock l(&mu_);
     if (stopped_) return absl::UnavailableError("the server is shutting down");

@@ -119,7 +119,10 @@ class ModelManager {
     std::map<int64_t, std::shared_ptr<LoadedModel>> versions;
   };
 
+  // Loads `name`; a failure (also an exception such as std::bad_alloc)
+  // leaves it UNAVAILABLE with the reason, or keeps its old versions serving.
   absl::Status LoadLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
+  absl::Status LoadModelLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
   absl::StatusOr<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSpec& base,
                                                            int64_t version);
   absl::StatusOr<std::string> ResolveDevice(const ModelSpec& spec) const;

@@ -1,14 +1,14 @@
 #include "server/repository.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -85,12 +85,33 @@ absl::StatusOr<std::optional<std::string>> ModelRepository::ReadConfig(
   std::string path = ConfigPath(model);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return std::optional<std::string>();
-  if (st.st_size > (1 << 20)) return absl::InvalidArgumentError(path + " is larger than 1 MiB");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::PermissionDeniedError("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return std::optional<std::string>(ss.str());
+  // Non-blocking open: a FIFO without a writer would block a plain open
+  // (and with it every later load).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return absl::PermissionDeniedError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  std::string text;
+  absl::Status s;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    s = absl::InvalidArgumentError(path + " is not a regular file");
+  } else {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    // Bounded: st_size can lie (it is 0 for many special files), so read at
+    // most one byte past the limit.
+    char buf[1 << 16];
+    while (s.ok()) {
+      ssize_t r = ::read(fd, buf, sizeof(buf));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) s = absl::PermissionDeniedError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+      if (r <= 0) break;
+      text.append(buf, static_cast<size_t>(r));
+      if (static_cast<int64_t>(text.size()) > kMaxConfigBytes)
+        s = absl::InvalidArgumentError(absl::StrCat(path, " is larger than ", kMaxConfigBytes >> 20, " MiB"));
+    }
+  }
+  ::close(fd);
+  if (!s.ok()) return s;
+  return std::optional<std::string>(std::move(text));
 }
 
 std::string ModelRepository::ModelFile(const std::string& model, int64_t version,

@@ -21,6 +21,8 @@ namespace kiln {
 
 class ModelRepository {
  public:
+  static constexpr int64_t kMaxConfigBytes = 1 << 20;
+
   explicit ModelRepository(std::string root) : root_(std::move(root)) {}
   const std::string& root() const { return root_; }
 
@@ -31,7 +33,10 @@ class ModelRepository {
   bool HasModel(const std::string& name) const;
   // Numeric version directories of `model`, ascending.
   absl::StatusOr<std::vector<int64_t>> ListVersions(const std::string& model) const;
-  // The text of <model>/config.pbtxt, or nullopt when there is none.
+  // The text of <model>/config.pbtxt, or nullopt when there is none. Read
+  // with a bounded read (at most kMaxConfigBytes); a config.pbtxt that is not
+  // a regular file (a FIFO, /dev/zero, also through a symlink) is refused
+  // without blocking.
   absl::StatusOr<std::optional<std::string>> ReadConfig(const std::string& model) const;
   std::string ConfigPath(const std::string& model) const;
   std::string ModelFile(const std::string& model, int64_t version,

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -126,11 +128,19 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Options& o, const OnnxModel
   for (const ValueInfo& vi : m.inputs()) {
     auto file = o.inputs.find(vi.name);
     if (file != o.inputs.end()) {
+      struct stat st;
+      if (::stat(file->second.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", vi.name, "': ", file->second, " is not a regular file"));
       ASSIGN_OR_RETURN(HostTensor h, ReadNpy(file->second));
       if (h.dtype != vi.dtype)
         return absl::InvalidArgumentError(absl::StrCat("input '", vi.name, "' is ", vi.dtype.Name(),
                                                        " but ", file->second, " holds ", h.dtype.Name()));
-      out.push_back(h.ToTensor(e, o.device));
+      Tensor t = h.ToTensor(e, o.device);
+      if (!t.ok())
+        return absl::Status(t.status().code(),
+                            absl::StrCat("input '", vi.name, "': ", t.status().message()));
+      out.push_back(t);
       continue;
     }
     std::vector<int64_t> dims = vi.dims;
@@ -144,6 +154,10 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Options& o, const OnnxModel
     }
     Tensor t = vi.dtype.IsFloat() ? Tensor::Rand(e, dims, seed++, vi.dtype, o.device)
                                   : Tensor::Zeros(e, dims, vi.dtype, o.device);
+    if (!t.ok())
+      return absl::Status(t.status().code(),
+                          absl::StrCat("input '", vi.name, "' of shape ", Dims(dims), ": ",
+                                       t.status().message()));
     out.push_back(t);
   }
   return out;
@@ -189,9 +203,28 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+int RunChecked(int argc, char** argv);
+
 }  // namespace
 
+// Whatever the model file or the inputs hold, `kiln run` prints the error
+// and exits 1: sizes are checked before they are allocated, and an
+// allocation that still fails is reported here instead of aborting.
 int RunCommand(int argc, char** argv) {
+  try {
+    return RunChecked(argc, argv);
+  } catch (const std::bad_alloc& e) {
+    return Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory (", e.what(), ")")));
+  } catch (const std::length_error& e) {
+    return Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory (", e.what(), ")")));
+  } catch (const std::exception& e) {
+    return Fail(absl::InternalError(e.what()));
+  }
+}
+
+namespace {
+
+int RunChecked(int argc, char** argv) {
   auto opts = Parse(argc, argv);
   if (!opts.ok()) {
     if (absl::IsCancelled(opts.status())) {
@@ -257,4 +290,5 @@ int RunCommand(int argc, char** argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace kiln
