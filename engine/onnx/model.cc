@@ -235,6 +235,11 @@ absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
         return absl::InvalidArgumentError(absl::StrCat(what, " must be ", info.dtype.Name(),
                                                        ", got ", v.dtype().Name()));
       Shape s = v.shape();
+      // As onnxruntime: a declared scalar may come as shape [1].
+      if (info.rank_known && info.dims.empty() && s == Shape{1} && v.tensor) {
+        scope.Set(info.name, OnnxValue::FromTensor(v.tensor->Reshape({})));
+        continue;
+      }
       bool ok = !info.rank_known || s.size() == info.dims.size();
       for (size_t d = 0; ok && info.rank_known && d < s.size(); ++d)
         ok = info.dims[d] < 0 || info.dims[d] == s[d];

@@ -139,6 +139,22 @@ TEST(OnnxModelTest, DynamicDimsAndConstantWeights) {
   EXPECT_FALSE(m->Run({}).ok());
 }
 
+// A declared scalar accepts shape [1] (as onnxruntime does), not [2] or [1,1].
+TEST(OnnxModelTest, ScalarInputsMayComeAsShapeOne) {
+  Builder b;
+  b.Input("s", TensorProto::FLOAT, {}).Input("x", TensorProto::FLOAT, {2}).Output("y");
+  b.Node("Mul", {"x", "s"}, {"y"});
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  ExpectNear(RunOne(*m, {F({3}, {}), F({1, 2}, {2})}), {3, 6});
+  auto r = m->Run({F({3}, {1}), F({1, 2}, {2})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE((*r)[0].shape() == Shape({2}));
+  ExpectNear(Values((*r)[0]), {3, 6});
+  EXPECT_FALSE(m->Run({F({3, 3}, {2}), F({1, 2}, {2})}).ok());
+  EXPECT_FALSE(m->Run({F({3}, {1, 1}), F({1, 2}, {2})}).ok());
+}
+
 TEST(OnnxModelTest, ShapeArithmeticFoldsWithoutKernels) {
   // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): flatten all but dim 0.
   Builder b;
