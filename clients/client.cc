@@ -38,6 +38,12 @@ int DatatypeSize(const std::string& t) {
 }
 
 absl::StatusOr<std::unique_ptr<KilnClient>> KilnClient::Connect(const ClientOptions& options) {
+  // gRPC asserts (aborts) on a metadata value with control characters,
+  // e.g. a token read with its newline.
+  for (char ch : options.auth_token)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      return absl::InvalidArgumentError(
+          "the auth token contains a control character (a newline?); pass the token alone");
   std::unique_ptr<KilnClient> c(new KilnClient());
   c->options_ = options;
   std::shared_ptr<grpc::ChannelCredentials> creds;

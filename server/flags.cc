@@ -29,7 +29,14 @@ FlagParser::Flag* FlagParser::Find(const std::string& name) {
   return nullptr;
 }
 
+bool FlagParser::IsSet(const std::string& name) const {
+  for (const Flag& f : flags_)
+    if (f.name == name) return f.set;
+  return false;
+}
+
 absl::Status FlagParser::Set(Flag& f, const std::string& text) {
+  f.set = true;
   switch (f.kind) {
     case Kind::kString:
       *static_cast<std::string*>(f.value) = text;
@@ -80,6 +87,7 @@ absl::Status FlagParser::Parse(int argc, char** argv, int first) {
       Flag* b = Find(name.substr(2));
       if (b && b->kind == Kind::kBool) {
         *static_cast<bool*>(b->value) = false;
+        b->set = true;
         continue;
       }
     }
@@ -91,6 +99,7 @@ absl::Status FlagParser::Parse(int argc, char** argv, int first) {
     }
     if (f->kind == Kind::kBool) {
       *static_cast<bool*>(f->value) = true;
+      f->set = true;
       continue;
     }
     if (i + 1 >= argc)

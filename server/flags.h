@@ -27,6 +27,8 @@ class FlagParser {
   // Parses argv[first..argc).
   absl::Status Parse(int argc, char** argv, int first = 1);
   const std::vector<std::string>& positional() const { return positional_; }
+  // Whether the command line gave flag `name` (even with its default value).
+  bool IsSet(const std::string& name) const;
   // One line per flag: name, default, help.
   std::string Usage() const;
 
@@ -38,6 +40,7 @@ class FlagParser {
     void* value;
     std::string help;
     std::string default_text;
+    bool set = false;
   };
   absl::Status Set(Flag& f, const std::string& text);
   Flag* Find(const std::string& name);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "server/echo.h"
 #include "server/executor.h"
 
 namespace kiln {
@@ -16,8 +17,9 @@ using Input = inference::ModelInferRequest::InferInputTensor;
 
 absl::Status Bad(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
+// A request's shape as its errors show it (a client may send any rank).
 std::string ShapeStr(const google::protobuf::RepeatedField<int64_t>& s) {
-  return absl::StrCat("[", absl::StrJoin(s, ","), "]");
+  return Echo(absl::StrCat("[", absl::StrJoin(s, ","), "]"));
 }
 
 bool HasTypedContents(const Input& in) {
@@ -49,7 +51,7 @@ absl::Status Pack(const google::protobuf::RepeatedField<Src>& src, const std::st
     if constexpr (std::is_integral_v<Dst> && !std::is_same_v<Dst, bool>) {
       if (v < static_cast<Src>(std::numeric_limits<Dst>::min()) ||
           v > static_cast<Src>(std::numeric_limits<Dst>::max()))
-        return Bad(absl::StrCat("input '", name, "': value ", v, " at index ", i,
+        return Bad(absl::StrCat("input '", Echo(name), "': value ", v, " at index ", i,
                                 " does not fit the datatype"));
     }
     Dst d = static_cast<Dst>(v);
@@ -75,14 +77,14 @@ absl::Status TypedToRaw(const Input& in, DType dtype, int64_t numel, std::string
     case ScalarType::kFloat32: field = 5; count = c.fp32_contents_size(); break;
     case ScalarType::kFloat64: field = 6; count = c.fp64_contents_size(); break;
     default:
-      return Bad(absl::StrCat("input '", name, "': ", dtype.KServeName(),
+      return Bad(absl::StrCat("input '", Echo(name), "': ", dtype.KServeName(),
                               " data must be sent in raw_input_contents"));
   }
   if (OtherFields(c, field) > 0)
-    return Bad(absl::StrCat("input '", name, "': contents use a field that does not match "
+    return Bad(absl::StrCat("input '", Echo(name), "': contents use a field that does not match "
                             "datatype ", dtype.KServeName()));
   if (count != numel)
-    return Bad(absl::StrCat("input '", name, "': expected ", numel, " values for shape ",
+    return Bad(absl::StrCat("input '", Echo(name), "': expected ", numel, " values for shape ",
                             ShapeStr(in.shape()), ", got ", count));
   switch (dtype.scalar) {
     case ScalarType::kBool: {
@@ -174,27 +176,32 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
     if (idx == spec.inputs.size()) {
       std::vector<std::string> names;
       for (const TensorSpec& t : spec.inputs) names.push_back(t.name);
-      return Bad(absl::StrCat("unknown input '", in.name(), "' for model '", spec.name,
+      return Bad(absl::StrCat("unknown input '", Echo(in.name()), "' for model '", spec.name,
                               "' (inputs: ", absl::StrJoin(names, ", "), ")"));
     }
-    if (present[idx]) return Bad(absl::StrCat("input '", in.name(), "' is given twice"));
+    if (present[idx]) return Bad(absl::StrCat("input '", Echo(in.name()), "' is given twice"));
     present[idx] = true;
     const TensorSpec& t = spec.inputs[idx];
     if (in.datatype() != t.dtype.KServeName())
-      return Bad(absl::StrCat("input '", in.name(), "': datatype '", in.datatype(),
+      return Bad(absl::StrCat("input '", Echo(in.name()), "': datatype '", Echo(in.datatype()),
                               "' does not match the model's ", t.dtype.KServeName()));
     const size_t rank = t.dims.size() + (batched ? 1 : 0);
-    if (static_cast<size_t>(in.shape_size()) != rank)
-      return Bad(absl::StrCat("input '", in.name(), "': shape ", ShapeStr(in.shape()),
+    // Leniency as onnxruntime's: a scalar input may come as shape [1] (the
+    // Silero VAD web client sends its `sr` so); it reaches the model as a
+    // scalar.
+    const bool scalar_as_1 =
+        rank == 0 && in.shape_size() == 1 && in.shape(0) == 1;
+    if (static_cast<size_t>(in.shape_size()) != rank && !scalar_as_1)
+      return Bad(absl::StrCat("input '", Echo(in.name()), "': shape ", ShapeStr(in.shape()),
                               " has rank ", in.shape_size(), ", the model expects rank ", rank));
     for (int d = 0; d < in.shape_size(); ++d)
       if (in.shape(d) < 1)
-        return Bad(absl::StrCat("input '", in.name(), "': shape ", ShapeStr(in.shape()),
+        return Bad(absl::StrCat("input '", Echo(in.name()), "': shape ", ShapeStr(in.shape()),
                                 " has an empty or negative dim"));
     if (batched) {
       int64_t b = in.shape(0);
       if (b > spec.max_batch_size)
-        return Bad(absl::StrCat("input '", in.name(), "': batch size ", b,
+        return Bad(absl::StrCat("input '", Echo(in.name()), "': batch size ", b,
                                 " exceeds the model's max_batch_size ", spec.max_batch_size));
       if (batch >= 0 && b != batch)
         return Bad(absl::StrCat("inputs disagree on the batch size (", batch, " vs ", b, ")"));
@@ -204,20 +211,21 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
       int64_t got = in.shape(static_cast<int>(d + (batched ? 1 : 0)));
       if (t.dims[d] != -1 && t.dims[d] != got) {
         std::vector<int64_t> want = spec.FullDims(t, -1);
-        return Bad(absl::StrCat("input '", in.name(), "': shape ", ShapeStr(in.shape()),
+        return Bad(absl::StrCat("input '", Echo(in.name()), "': shape ", ShapeStr(in.shape()),
                                 " does not match the model's [", absl::StrJoin(want, ","),
                                 "] (-1 = any)"));
       }
     }
     std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+    if (scalar_as_1) shape.clear();
     std::optional<int64_t> numel = CheckedNumel(shape);
     const int64_t item = t.dtype.ItemSize();
     if (!numel || *numel > std::numeric_limits<int64_t>::max() / item)
-      return Bad(absl::StrCat("input '", in.name(), "': shape ", ShapeStr(in.shape()),
+      return Bad(absl::StrCat("input '", Echo(in.name()), "': shape ", ShapeStr(in.shape()),
                               " overflows"));
     const int64_t nbytes = *numel * item;
     if (nbytes > limits.max_input_bytes)
-      return Bad(absl::StrCat("input '", in.name(), "': shape ", ShapeStr(in.shape()),
+      return Bad(absl::StrCat("input '", Echo(in.name()), "': shape ", ShapeStr(in.shape()),
                               " needs ", nbytes, " bytes, above the limit of ",
                               limits.max_input_bytes));
     InputTensor& it = by_index[idx];
@@ -226,12 +234,12 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
     it.shape = std::move(shape);
     const bool typed = HasTypedContents(in);
     if (raw && typed)
-      return Bad(absl::StrCat("input '", in.name(),
+      return Bad(absl::StrCat("input '", Echo(in.name()),
                               "' has typed contents while the request uses raw_input_contents"));
     if (raw) {
       const std::string& bytes = req.raw_input_contents(i);
       if (static_cast<int64_t>(bytes.size()) != nbytes)
-        return Bad(absl::StrCat("input '", in.name(), "': raw data has ", bytes.size(),
+        return Bad(absl::StrCat("input '", Echo(in.name()), "': raw data has ", bytes.size(),
                                 " bytes, shape ", ShapeStr(in.shape()), " of ",
                                 t.dtype.KServeName(), " needs ", nbytes));
       it.data = bytes;
@@ -239,7 +247,7 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
       RETURN_IF_ERROR(TypedToRaw(in, t.dtype, *numel, &it.owned));
       it.data = it.owned;
     } else {
-      return Bad(absl::StrCat("input '", in.name(), "' has no data"));
+      return Bad(absl::StrCat("input '", Echo(in.name()), "' has no data"));
     }
   }
   for (size_t k = 0; k < spec.inputs.size(); ++k)
@@ -259,11 +267,11 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
     if (!spec.FindOutput(o.name())) {
       std::vector<std::string> names;
       for (const TensorSpec& t : spec.outputs) names.push_back(t.name);
-      return Bad(absl::StrCat("unknown output '", o.name(), "' for model '", spec.name,
+      return Bad(absl::StrCat("unknown output '", Echo(o.name()), "' for model '", spec.name,
                               "' (outputs: ", absl::StrJoin(names, ", "), ")"));
     }
     if (!asked.insert(o.name()).second)
-      return Bad(absl::StrCat("output '", o.name(), "' is requested twice"));
+      return Bad(absl::StrCat("output '", Echo(o.name()), "' is requested twice"));
     if (o.parameters().count("classification"))
       return Bad("output parameter 'classification' is not supported");
     r->outputs.push_back(o.name());

@@ -83,6 +83,41 @@ TEST(InferCodecTest, TypedContentsAreConverted) {
   EXPECT_THAT(Decode(r).message(), HasSubstr("does not fit"));
 }
 
+// As onnxruntime does, a scalar input of a model without batching may be
+// sent as shape [1]; it reaches the model as a scalar. [2] or [1, 1] stay
+// wrong.
+TEST(InferCodecTest, ScalarInputsMayComeAsShapeOne) {
+  ModelSpec spec;
+  spec.name = "vad";
+  spec.max_batch_size = 0;
+  spec.inputs = {{"sr", dtypes::kInt64, {}}};
+  spec.outputs = {{"Y", dtypes::kFloat32, {1}}};
+  auto request = [](std::vector<int64_t> shape) {
+    inference::ModelInferRequest r;
+    r.set_model_name("vad");
+    auto* in = r.add_inputs();
+    in->set_name("sr");
+    in->set_datatype("INT64");
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      in->add_shape(d);
+      n *= d;
+    }
+    r.add_raw_input_contents(Bytes(static_cast<size_t>(8 * n)));
+    return r;
+  };
+  for (std::vector<int64_t> ok : {std::vector<int64_t>{}, std::vector<int64_t>{1}}) {
+    auto d = DecodeInferRequest(request(ok), spec, 1, CodecLimits{});
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->request->inputs[0].shape.empty());
+    EXPECT_EQ(d->request->inputs[0].data.size(), 8u);
+  }
+  for (std::vector<int64_t> bad : {std::vector<int64_t>{2}, std::vector<int64_t>{1, 1}}) {
+    auto d = DecodeInferRequest(request(bad), spec, 1, CodecLimits{});
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(InferCodecTest, EveryMistakeIsInvalidArgument) {
   struct Case {
     std::string want;

@@ -1,5 +1,6 @@
 #include "server/kiln_server.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -10,10 +11,10 @@
 #include "engine/runtime/device.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "server/clock.h"
 #include "server/metrics.h"
+#include "server/metrics_http.h"
 #include "server/onnx_runner.h"
 #include "server/service.h"
 
@@ -41,7 +42,7 @@ struct KilnServer::Impl {
   std::shared_ptr<prometheus::Registry> prom;
   std::unique_ptr<Metrics> metrics;
   std::shared_ptr<EngineCollector> engine_collector;
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsHttpServer> metrics_http;
   ServerState state;
   std::unique_ptr<InferenceService> service;
   std::unique_ptr<grpc::Server> server;
@@ -59,7 +60,7 @@ KilnServer::KilnServer() : impl_(new Impl) {}
 
 KilnServer::~KilnServer() {
   Shutdown();
-  impl_->exposer.reset();  // civetweb takes ~2 s to stop
+  impl_->metrics_http.reset();  // civetweb takes ~2 s to stop
 }
 
 absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
@@ -104,17 +105,13 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
       }
       return snap;
     });
-    try {
-      im.exposer = std::make_unique<prometheus::Exposer>(
-          absl::StrCat(options.address, ":", options.metrics_port));
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options.address, ":",
-                                                 options.metrics_port, ": ", e.what()));
-    }
-    im.exposer->RegisterCollectable(im.prom);
-    im.exposer->RegisterCollectable(im.engine_collector);
-    std::vector<int> ports = im.exposer->GetListeningPorts();
-    s->metrics_port_ = ports.empty() ? options.metrics_port : ports[0];
+    MetricsHttpOptions http;
+    http.address = options.metrics_address.empty() ? options.address : options.metrics_address;
+    http.port = options.metrics_port;
+    http.auth_token = options.metrics_auth_token;
+    ASSIGN_OR_RETURN(im.metrics_http,
+                     MetricsHttpServer::Start(http, {im.prom, im.engine_collector}));
+    s->metrics_port_ = im.metrics_http->port();
   }
 
   // Models and service.
@@ -130,6 +127,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   InferenceService::Options so;
   so.limits.max_input_bytes = options.max_input_bytes;
   so.auth_token = options.auth_token;
+  so.max_streams = options.max_streams;
+  so.max_stream_inflight = options.max_stream_inflight;
   im.service = std::make_unique<InferenceService>(s->manager_.get(), im.metrics.get(), &im.state, so);
 
   // gRPC server.
@@ -175,14 +174,22 @@ void KilnServer::Shutdown() {
   std::thread drain([this] {
     if (manager_) manager_->StopAll();
   });
-  // In-flight calls finish (their models keep running until drained);
-  // then gRPC closes every connection at once (idle client connections
-  // would otherwise hold a graceful shutdown for seconds).
+  // First every call that started before the signal finishes, while new
+  // ones are refused with UNAVAILABLE by the handlers (gRPC's own shutdown
+  // would cancel calls it has accepted but not yet handed to a handler).
+  // A short quiet spell lets calls sent at that moment get their
+  // UNAVAILABLE too. Then gRPC's graceful shutdown: no new calls, and the
+  // responses still being written are sent (cancelled only at the
+  // deadline). Streams end themselves once they have answered what they read.
   absl::Time deadline = absl::Now() + im.options.exit_timeout;
-  while (im.service && im.service->active_calls() > 0 && absl::Now() < deadline)
+  absl::Time quiet_since = absl::Now();
+  while (im.service && absl::Now() < deadline) {
+    if (im.service->active_calls() > 0) quiet_since = absl::Now();
+    else if (absl::Now() - quiet_since >= absl::Milliseconds(100)) break;
     absl::SleepFor(absl::Milliseconds(5));
+  }
   if (im.server) {
-    im.server->Shutdown(absl::ToChronoTime(absl::Now()));
+    im.server->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now() + absl::Seconds(1))));
     im.server->Wait();
   }
   drain.join();

@@ -1,6 +1,6 @@
 // KilnServer: kilnd assembled. Owns the device registry and engine, the
 // ONNX backend loader (or an injected one), the metrics registry and its
-// HTTP exposer, the model manager, the gRPC service (plus gRPC's standard
+// HTTP endpoint (MetricsHttpServer), the model manager, the gRPC service (plus gRPC's standard
 // health service, grpc.health.v1) and the gRPC server.
 //
 // Start binds the ports (0 = any free port; see grpc_port() /
@@ -28,9 +28,11 @@ namespace kiln {
 
 struct KilnServerOptions {
   std::string model_repository = "models";
-  std::string address = "0.0.0.0";  // gRPC and metrics bind address
+  std::string address = "0.0.0.0";  // gRPC (and by default metrics) bind address
   int grpc_port = 8001;              // 0: any free port
   int metrics_port = 8002;           // 0: any free port; -1: no metrics endpoint
+  std::string metrics_address;       // empty: `address`
+  std::string metrics_auth_token;    // empty: /metrics without authentication
   std::string device = "CPU";
   ControlMode mode = ControlMode::kNone;
   std::vector<std::string> load_models;  // explicit mode: loaded at start
@@ -39,6 +41,8 @@ struct KilnServerOptions {
   int64_t max_message_bytes = int64_t{256} << 20;
   int64_t max_input_bytes = int64_t{256} << 20;
   absl::Duration exit_timeout = absl::Seconds(30);
+  int max_streams = 64;          // concurrent ModelStreamInfer calls
+  int max_stream_inflight = 64;  // unanswered requests per stream
   size_t jit_max_captures = 16;
   int64_t default_max_batch = 8;
   bool pad_to_captured = true;

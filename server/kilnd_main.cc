@@ -2,7 +2,8 @@
 //
 //   kilnd --model-repository=models [--grpc-port=8001] [--metrics-port=8002]
 //         [--device=CPU] [--model-control-mode=none|explicit] [--load-model=M ...]
-//         [--tls-cert=F --tls-key=F] [--auth-token=T | --auth-token-file=F]
+//         [--tls-cert=F --tls-key=F] [--auth-token-file=F | --auth-token=T]
+//         [--metrics-address=A] [--metrics-auth-token-file=F]
 //         [--exit-timeout=30] [--ready-file=F]
 //
 // Runs in the foreground. SIGTERM / SIGINT: stop accepting, finish
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth_token.h"
 #include "server/flags.h"
 #include "server/kiln_server.h"
 #include "server/service.h"
@@ -45,26 +47,40 @@ bool WriteFileAtomically(const std::string& path, const std::string& text) {
 int main(int argc, char** argv) {
   kiln::KilnServerOptions o;
   std::string mode = "none", auth_file, ready_file;
+  std::string auth_flag, metrics_auth_file;
   int64_t grpc_port = o.grpc_port, metrics_port = o.metrics_port;
   int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
   double exit_timeout = 30;
+  int64_t max_streams = o.max_streams, max_stream_inflight = o.max_stream_inflight;
   bool help = false, no_pad = false;
   kiln::FlagParser flags;
   flags.AddString("model-repository", &o.model_repository, "model repository directory");
-  flags.AddString("address", &o.address, "bind address of the gRPC and metrics ports");
+  flags.AddString("address", &o.address,
+                  "bind address of the gRPC port (and of the metrics port by default)");
   flags.AddInt("grpc-port", &grpc_port, "gRPC port (0: any free port)");
   flags.AddInt("metrics-port", &metrics_port, "Prometheus /metrics port (0: any, -1: off)");
+  flags.AddString("metrics-address", &o.metrics_address,
+                  "bind address of the metrics port (default: --address)");
+  flags.AddString("metrics-auth-token-file", &metrics_auth_file,
+                  "require 'Authorization: Bearer <token>' on /metrics, the token read from "
+                  "this file");
   flags.AddString("device", &o.device, "engine device: CPU, OPENCL, CUDA or INTERP");
   flags.AddString("model-control-mode", &mode, "none (load all at start) or explicit (API)");
   flags.AddList("load-model", &o.load_models, "explicit mode: model to load at start (repeat)");
   flags.AddString("tls-cert", &o.tls_cert, "PEM server certificate (with --tls-key)");
   flags.AddString("tls-key", &o.tls_key, "PEM private key (with --tls-cert)");
-  flags.AddString("auth-token", &o.auth_token,
-                  "require 'authorization: Bearer <token>' (also $KILN_AUTH_TOKEN)");
-  flags.AddString("auth-token-file", &auth_file, "read the bearer token from this file");
+  flags.AddString("auth-token-file", &auth_file,
+                  "require 'authorization: Bearer <token>' on the inference RPCs, the token "
+                  "read from this file (also $KILN_AUTH_TOKEN; an empty token refuses to start)");
+  flags.AddString("auth-token", &auth_flag,
+                  "the token itself (warns: other local users see it in /proc/PID/cmdline)");
   flags.AddInt("max-message-bytes", &o.max_message_bytes, "largest gRPC message");
   flags.AddInt("max-input-bytes", &o.max_input_bytes, "largest input tensor of a request");
   flags.AddDouble("exit-timeout", &exit_timeout, "seconds to finish in-flight requests on exit");
+  flags.AddInt("max-streams", &max_streams,
+               "concurrent ModelStreamInfer streams (more: RESOURCE_EXHAUSTED)");
+  flags.AddInt("max-stream-inflight", &max_stream_inflight,
+               "unanswered requests per stream before it stops reading (backpressure)");
   flags.AddInt("jit-max-captures", &max_captures, "JIT captures kept per model instance (LRU)");
   flags.AddInt("default-max-batch", &o.default_max_batch,
                "max_batch_size of configs derived from a model without config.pbtxt");
@@ -89,6 +105,11 @@ int main(int argc, char** argv) {
   if (metrics_port < -1 || metrics_port > 65535) return Fail("--metrics-port out of range");
   if (exit_timeout < 0 || exit_timeout > 86400) return Fail("--exit-timeout out of range");
   if (max_captures < 1 || max_captures > 4096) return Fail("--jit-max-captures out of range");
+  if (max_streams < 0 || max_streams > 4096) return Fail("--max-streams out of range");
+  if (max_stream_inflight < 1 || max_stream_inflight > 65536)
+    return Fail("--max-stream-inflight out of range");
+  o.max_streams = static_cast<int>(max_streams);
+  o.max_stream_inflight = static_cast<int>(max_stream_inflight);
   if (o.default_max_batch < 0 || o.default_max_batch > 65536)
     return Fail("--default-max-batch out of range");
   o.grpc_port = static_cast<int>(grpc_port);
@@ -96,13 +117,20 @@ int main(int argc, char** argv) {
   o.exit_timeout = absl::Seconds(exit_timeout);
   o.jit_max_captures = static_cast<size_t>(max_captures);
   o.pad_to_captured = !no_pad;
-  if (!auth_file.empty()) {
-    std::ifstream f(auth_file);
-    if (!f) return Fail("cannot read --auth-token-file " + auth_file);
-    std::getline(f, o.auth_token);
+  kiln::AuthTokenSources auth;
+  if (flags.IsSet("auth-token")) auth.flag = auth_flag;
+  if (flags.IsSet("auth-token-file")) auth.file = auth_file;
+  if (const char* t = std::getenv("KILN_AUTH_TOKEN")) auth.env = t;
+  auto token = kiln::ResolveAuthToken(auth);
+  if (!token.ok()) return Fail(std::string(token.status().message()));
+  if (!token->warning.empty())
+    std::fprintf(stderr, "kilnd: warning: %s\n", token->warning.c_str());
+  o.auth_token = token->token;
+  if (flags.IsSet("metrics-auth-token-file")) {
+    auto t = kiln::ReadTokenFile(metrics_auth_file, "--metrics-auth-token-file");
+    if (!t.ok()) return Fail(std::string(t.status().message()));
+    o.metrics_auth_token = *t;
   }
-  if (o.auth_token.empty())
-    if (const char* t = std::getenv("KILN_AUTH_TOKEN")) o.auth_token = t;
 
   // Signals are taken by sigwait on this thread; every other thread (gRPC,
   // batchers, engine workers) inherits the blocked mask.
@@ -126,7 +154,10 @@ int main(int argc, char** argv) {
                kiln::kServerVersion, o.address.c_str(), (*server)->grpc_port(),
                o.tls_cert.empty() ? "" : " (TLS)",
                (*server)->metrics_port() >= 0
-                   ? absl::StrCat("http://", o.address, ":", (*server)->metrics_port(), "/metrics")
+                   ? absl::StrCat("http://",
+                                  o.metrics_address.empty() ? o.address : o.metrics_address,
+                                  ":", (*server)->metrics_port(), "/metrics",
+                                  o.metrics_auth_token.empty() ? "" : " (bearer auth)")
                          .c_str()
                    : "(off)");
   if (!ready_file.empty() &&

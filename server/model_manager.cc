@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
+#include "server/echo.h"
 
 namespace kiln {
 
@@ -32,6 +33,28 @@ void LoadedModel::Drain() {
   if (metrics_) metrics_->ready->Set(0);
 }
 
+// Waits until no Load / Unload of `name` is in progress, then marks it busy
+// until destroyed.
+class ModelManager::ModelLock {
+ public:
+  ModelLock(ModelManager* manager, const std::string& name) : manager_(manager), name_(name) {
+    absl::MutexLock l(&manager_->mu_);
+    while (manager_->busy_.count(name_)) manager_->busy_cv_.Wait(&manager_->mu_);
+    manager_->busy_.insert(name_);
+  }
+  ~ModelLock() {
+    absl::MutexLock l(&manager_->mu_);
+    manager_->busy_.erase(name_);
+    manager_->busy_cv_.SignalAll();
+  }
+  ModelLock(const ModelLock&) = delete;
+  ModelLock& operator=(const ModelLock&) = delete;
+
+ private:
+  ModelManager* const manager_;
+  const std::string name_;
+};
+
 ModelManager::ModelManager(Options options, BackendLoader* loader, Metrics* metrics, Clock* clock)
     : options_(std::move(options)),
       repository_(options_.repository),
@@ -53,8 +76,8 @@ absl::Status ModelManager::Start() {
     for (const std::string& n : names) models_[n].reason = "not loaded yet";
   }
   absl::Status first;
-  absl::MutexLock l(&load_mu_);
   for (const std::string& n : names) {
+    ModelLock lock(this, n);
     absl::Status s = LoadLocked(n);
     if (!s.ok() && first.ok()) first = s;
   }
@@ -142,11 +165,13 @@ absl::Status ModelManager::LoadLocked(const std::string& name) {
   try {
     return LoadModelLocked(name);
   } catch (const std::bad_alloc& e) {
-    s = absl::ResourceExhaustedError(absl::StrCat("loading ", name, ": out of memory (", e.what(), ")"));
+    s = absl::ResourceExhaustedError(
+        absl::StrCat("loading ", Echo(name), ": out of memory (", e.what(), ")"));
   } catch (const std::length_error& e) {
-    s = absl::ResourceExhaustedError(absl::StrCat("loading ", name, ": out of memory (", e.what(), ")"));
+    s = absl::ResourceExhaustedError(
+        absl::StrCat("loading ", Echo(name), ": out of memory (", e.what(), ")"));
   } catch (const std::exception& e) {
-    s = absl::InternalError(absl::StrCat("loading ", name, ": ", e.what()));
+    s = absl::InternalError(absl::StrCat("loading ", Echo(name), ": ", e.what()));
   }
   absl::MutexLock l(&mu_);
   Entry& e = models_[name];
@@ -161,8 +186,8 @@ absl::Status ModelManager::LoadModelLocked(const std::string& name) {
     if (stopped_) return absl::UnavailableError("the server is shutting down");
   }
   if (!ModelRepository::ValidModelName(name) || !repository_.HasModel(name))
-    return absl::NotFoundError(absl::StrCat("model '", name, "' is not in the repository ",
-                                            repository_.root()));
+    return absl::NotFoundError(absl::StrCat("model '", Echo(name),
+                                            "' is not in the repository ", repository_.root()));
   bool had_versions;
   {
     absl::MutexLock l(&mu_);
@@ -211,15 +236,20 @@ absl::Status ModelManager::LoadModelLocked(const std::string& name) {
     loaded[v] = std::move(*m);
   }
   std::map<int64_t, std::shared_ptr<LoadedModel>> old;
+  bool stopped;
   {
     absl::MutexLock l(&mu_);
-    Entry& e = models_[name];
-    old.swap(e.versions);
-    e.versions = std::move(loaded);
-    e.state = "READY";
-    e.reason = "";
+    stopped = stopped_;  // StopAll ran during the load: serve nothing
+    if (!stopped) {
+      Entry& e = models_[name];
+      old.swap(e.versions);
+      e.versions = std::move(loaded);
+      e.state = "READY";
+      e.reason = "";
+    }
   }
-  for (auto& [v, m] : old) m->Drain();
+  for (auto& [v, m] : stopped ? loaded : old) m->Drain();
+  if (stopped) return absl::UnavailableError("the server is shutting down");
   return absl::OkStatus();
 }
 
@@ -228,7 +258,9 @@ absl::Status ModelManager::Load(const std::string& name) {
     return absl::FailedPreconditionError(
         "model control mode is 'none': restart kilnd with --model-control-mode=explicit to "
         "load and unload models over the API");
-  absl::MutexLock l(&load_mu_);
+  if (!ModelRepository::ValidModelName(name))
+    return absl::NotFoundError(absl::StrCat("model '", Echo(name), "' is not in the repository"));
+  ModelLock lock(this, name);
   return LoadLocked(name);
 }
 
@@ -237,14 +269,16 @@ absl::Status ModelManager::Unload(const std::string& name) {
     return absl::FailedPreconditionError(
         "model control mode is 'none': restart kilnd with --model-control-mode=explicit to "
         "load and unload models over the API");
-  absl::MutexLock l(&load_mu_);
+  if (!ModelRepository::ValidModelName(name))
+    return absl::NotFoundError(absl::StrCat("model '", Echo(name), "' is not in the repository"));
+  ModelLock lock(this, name);
   std::map<int64_t, std::shared_ptr<LoadedModel>> old;
   {
     absl::MutexLock m(&mu_);
     auto it = models_.find(name);
     if (it == models_.end()) {
       if (repository_.HasModel(name)) return absl::OkStatus();  // not loaded: nothing to do
-      return absl::NotFoundError(absl::StrCat("model '", name, "' is not in the repository"));
+      return absl::NotFoundError(absl::StrCat("model '", Echo(name), "' is not in the repository"));
     }
     old.swap(it->second.versions);
     it->second.state = old.empty() ? it->second.state : "UNLOADING";
@@ -255,11 +289,13 @@ absl::Status ModelManager::Unload(const std::string& name) {
 }
 
 void ModelManager::StopAll() {
-  absl::MutexLock l(&load_mu_);
   std::vector<std::shared_ptr<LoadedModel>> all;
   {
     absl::MutexLock m(&mu_);
     stopped_ = true;
+    // Loads and unloads in progress end first (a load then finds the
+    // manager stopped and serves nothing).
+    while (!busy_.empty()) busy_cv_.Wait(&mu_);
     for (auto& [name, e] : models_) {
       for (auto& [v, lm] : e.versions) all.push_back(lm);
       e.versions.clear();
@@ -276,21 +312,23 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::Get(const std::string
   auto it = models_.find(name);
   if (it == models_.end()) {
     if (repository_.HasModel(name))
-      return absl::UnavailableError(absl::StrCat("model '", name, "' is not loaded"));
-    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+      return absl::UnavailableError(absl::StrCat("model '", Echo(name), "' is not loaded"));
+    return absl::NotFoundError(absl::StrCat("unknown model '", Echo(name), "'"));
   }
   const Entry& e = it->second;
   if (e.versions.empty())
-    return absl::UnavailableError(absl::StrCat("model '", name, "' is not ready (",
+    return absl::UnavailableError(absl::StrCat("model '", Echo(name), "' is not ready (",
                                                e.state, e.reason.empty() ? "" : ": ", e.reason,
                                                ")"));
   if (version.empty()) return e.versions.rbegin()->second;
   int64_t v;
   if (!absl::SimpleAtoi(version, &v))
-    return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("model '", Echo(name), "' has no version '", Echo(version), "'"));
   auto vit = e.versions.find(v);
   if (vit == e.versions.end())
-    return absl::NotFoundError(absl::StrCat("model '", name, "' has no ready version ", v));
+    return absl::NotFoundError(
+        absl::StrCat("model '", Echo(name), "' has no ready version ", v));
   return vit->second;
 }
 

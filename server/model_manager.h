@@ -13,13 +13,17 @@
 // refuses Load / Unload; kExplicit loads only `startup_models` at Start and
 // accepts Load / Unload.
 //
-// Thread safety: thread-safe. Loads and unloads are serialized; lookups
-// (Get, Index) never wait for a load in progress.
+// Thread safety: thread-safe. Loads and unloads of one model are
+// serialized by a per-model lock; those of different models run in
+// parallel, so a slow (or stuck) load of one model never holds up another.
+// Lookups (Get, Index) never wait for a load in progress. StopAll waits for
+// the loads in progress, which then find the manager stopped.
 #ifndef KILN_SERVER_MODEL_MANAGER_H_
 #define KILN_SERVER_MODEL_MANAGER_H_
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,10 +123,14 @@ class ModelManager {
     std::map<int64_t, std::shared_ptr<LoadedModel>> versions;
   };
 
-  // Loads `name`; a failure (also an exception such as std::bad_alloc)
-  // leaves it UNAVAILABLE with the reason, or keeps its old versions serving.
-  absl::Status LoadLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
-  absl::Status LoadModelLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
+  // Holds the lock of one model (see busy_) while it lives.
+  class ModelLock;
+
+  // Loads `name` (the caller holds its ModelLock); a failure (also an
+  // exception such as std::bad_alloc) leaves it UNAVAILABLE with the
+  // reason, or keeps its old versions serving.
+  absl::Status LoadLocked(const std::string& name);
+  absl::Status LoadModelLocked(const std::string& name);
   absl::StatusOr<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSpec& base,
                                                            int64_t version);
   absl::StatusOr<std::string> ResolveDevice(const ModelSpec& spec) const;
@@ -134,10 +142,13 @@ class ModelManager {
   Metrics* const metrics_;
   Clock* const clock_;
 
-  absl::Mutex load_mu_;  // serializes Load / Unload / StopAll
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> models_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // The per-model locks: names of the models with a Load / Unload in
+  // progress; busy_cv_ is signalled when one ends.
+  std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar busy_cv_;
 };
 
 }  // namespace kiln

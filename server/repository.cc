@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/echo.h"
 
 namespace kiln {
 namespace {
@@ -61,7 +62,8 @@ bool ModelRepository::HasModel(const std::string& name) const {
 }
 
 absl::StatusOr<std::vector<int64_t>> ModelRepository::ListVersions(const std::string& model) const {
-  if (!ValidModelName(model)) return absl::NotFoundError("invalid model name '" + model + "'");
+  if (!ValidModelName(model))
+    return absl::NotFoundError("invalid model name '" + Echo(model) + "'");
   auto dirs = ListDirs(root_ + "/" + model);
   if (!dirs.ok()) return dirs.status();
   std::vector<int64_t> out;
@@ -81,7 +83,8 @@ std::string ModelRepository::ConfigPath(const std::string& model) const {
 
 absl::StatusOr<std::optional<std::string>> ModelRepository::ReadConfig(
     const std::string& model) const {
-  if (!ValidModelName(model)) return absl::NotFoundError("invalid model name '" + model + "'");
+  if (!ValidModelName(model))
+    return absl::NotFoundError("invalid model name '" + Echo(model) + "'");
   std::string path = ConfigPath(model);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return std::optional<std::string>();

@@ -8,9 +8,12 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "engine/base/status.h"
+#include "server/echo.h"
 
 namespace kiln {
 namespace {
+
+constexpr size_t kMaxErrorMessageBytes = 4096;
 
 bool ConstantTimeEqual(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -39,7 +42,10 @@ std::string ReasonOf(const absl::Status& s) {
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  // Names a request echoes are cut where they are formatted (Echo); this
+  // bounds whatever else a message may carry.
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      Echo(s.message(), kMaxErrorMessageBytes));
 }
 
 std::string GrpcCodeName(grpc::StatusCode code) {

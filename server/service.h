@@ -10,7 +10,12 @@
 // batcher drops it if it has not run) and the handler still waits for its
 // completion, so no request outlives the message its data points into.
 // ModelStreamInfer reads on the handler thread and writes responses from a
-// writer thread in completion order; errors travel in-band.
+// writer thread in completion order; errors travel in-band. Streams are
+// bounded: at most max_streams at once (more are refused with
+// RESOURCE_EXHAUSTED), and each reads its next request only while fewer
+// than max_stream_inflight of its requests are unanswered (a client that
+// does not read its responses is slowed by flow control, not buffered).
+// At shutdown a stream answers what it has read and is then cancelled.
 //
 // Thread safety: thread-safe (gRPC calls handlers concurrently).
 #ifndef KILN_SERVER_SERVICE_H_
@@ -36,6 +41,7 @@ struct ServerState {
   std::atomic<bool> shutting_down{false};
 };
 
+// The same code; the message is cut to 4 KiB ("...(N bytes)").
 grpc::Status ToGrpcStatus(const absl::Status& s);
 // "OK", "NOT_FOUND", ... for a gRPC code.
 std::string GrpcCodeName(grpc::StatusCode code);
@@ -47,6 +53,8 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
   struct Options {
     CodecLimits limits;
     std::string auth_token;  // empty: no authentication
+    int max_streams = 64;          // concurrent ModelStreamInfer calls
+    int max_stream_inflight = 64;  // unanswered requests per stream
   };
   // All pointers must outlive the service; `metrics` may be null.
   InferenceService(ModelManager* manager, Metrics* metrics, ServerState* state, Options options);
@@ -106,6 +114,7 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
   };
 
   std::atomic<int> active_{0};
+  std::atomic<int> streams_{0};
   ModelManager* const manager_;
   Metrics* const metrics_;
   ServerState* const state_;

@@ -2,7 +2,9 @@
 // as they arrive; a writer thread sends each response as soon as its
 // request completes (completion order, `id` echoed), with errors in-band
 // in error_message. The handler returns once the client half-closed and
-// every submitted request was answered.
+// every submitted request was answered, or, when the server shuts down,
+// once every request read so far was answered (the call is then cancelled:
+// a blocking Read cannot be interrupted otherwise).
 #include <deque>
 #include <map>
 #include <memory>
@@ -43,9 +45,19 @@ grpc::Status InferenceService::ModelStreamInfer(
         stream) {
   ActiveCall active(&active_);
   if (auto a = Authorize(ctx); !a.ok()) return Done("ModelStreamInfer", a);
+  struct StreamSlot {
+    explicit StreamSlot(std::atomic<int>* n) : n_(n) { ++*n_; }
+    ~StreamSlot() { --*n_; }
+    std::atomic<int>* n_;
+  } slot(&streams_);
+  if (streams_.load() > options_.max_streams)
+    return Done("ModelStreamInfer",
+                ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+                    "too many streams: at most ", options_.max_streams, " at once"))));
   auto st = std::make_shared<StreamState>();
 
-  std::thread writer([this, st, stream] {
+  std::thread writer([this, st, stream, ctx] {
+    bool cancelled = false;
     while (true) {
       std::unique_ptr<StreamItem> item;
       {
@@ -53,7 +65,14 @@ grpc::Status InferenceService::ModelStreamInfer(
         auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(st->mu) {
           return !st->done.empty() || (st->reading_done && st->items.empty());
         };
-        st->mu.Await(absl::Condition(&ready));
+        // Shutting down: once everything read is answered, end the call
+        // (the reader may be blocked in Read for an idle client).
+        while (!st->mu.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50))) {
+          if (!cancelled && state_->shutting_down.load() && st->items.empty()) {
+            ctx->TryCancel();
+            cancelled = true;
+          }
+        }
         if (st->done.empty()) break;
         uint64_t seq = st->done.front();
         st->done.pop_front();
@@ -77,6 +96,14 @@ grpc::Status InferenceService::ModelStreamInfer(
 
   uint64_t seq = 0;
   while (true) {
+    {
+      // Backpressure: read on only while few enough requests are unanswered.
+      absl::MutexLock l(&st->mu);
+      auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(st->mu) {
+        return static_cast<int>(st->items.size()) < options_.max_stream_inflight;
+      };
+      st->mu.Await(absl::Condition(&room));
+    }
     auto req = std::make_unique<inference::ModelInferRequest>();
     if (!stream->Read(req.get())) break;
     uint64_t id = seq++;

@@ -13,6 +13,11 @@
 namespace kiln::testing {
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  return HttpGet("127.0.0.1", port, path, "");
+}
+
+absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
+                                    const std::string& headers) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("socket failed");
   struct timeval tv = {10, 0};
@@ -21,12 +26,16 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    ::close(fd);
+    return absl::InvalidArgumentError("not an IPv4 address: " + host);
+  }
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot connect to 127.0.0.1:", port));
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", host, ":", port));
   }
-  std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  std::string req =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host, "\r\n", headers, "\r\n");
   if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
     ::close(fd);
     return absl::UnavailableError("send failed");
@@ -45,6 +54,21 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   if (status.find(" 200") == std::string::npos)  // the body says why (a PromQL parse error)
     return absl::UnavailableError("HTTP: " + status + ": " + resp.substr(body + 4, 500));
   return resp.substr(body + 4);
+}
+
+HalfSentRequest::HalfSentRequest(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  if (fd_ < 0) return;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return;
+  const std::string half = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  connected_ = ::send(fd_, half.data(), half.size(), 0) == static_cast<ssize_t>(half.size());
+}
+
+HalfSentRequest::~HalfSentRequest() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace kiln::testing

@@ -12,6 +12,25 @@ namespace kiln::testing {
 
 // `path` includes the query string. Fails on a non-200 status.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
+// The same to `host` (an IPv4 address) with extra header lines
+// ("Authorization: Bearer x\r\n").
+absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
+                                    const std::string& headers);
+
+// A connection to 127.0.0.1:port that sent half of a GET request and then
+// waits, as a slow or hostile client does; closed when destroyed.
+class HalfSentRequest {
+ public:
+  explicit HalfSentRequest(int port);
+  ~HalfSentRequest();
+  HalfSentRequest(const HalfSentRequest&) = delete;
+  HalfSentRequest& operator=(const HalfSentRequest&) = delete;
+  bool connected() const { return connected_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
 
 }  // namespace kiln::testing
 

@@ -3,6 +3,7 @@
 // them must still be answered correctly, and kilnd must exit 0 promptly.
 #include <signal.h>
 
+#include <atomic>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,86 @@ TEST(E2eShutdownTest, SigtermDrainsInFlightRequests) {
   o.address = (*p)->address();
   o.timeout = absl::Seconds(2);
   EXPECT_FALSE((*KilnClient::Connect(o))->ServerLive().ok());
+}
+
+constexpr char kBatched[] = R"pb(
+  max_batch_size: 8
+  input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
+          { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
+  output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
+           { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
+  dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 20000 }
+)pb";
+
+// SIGTERM while clients keep requests in flight, each on its own channel:
+// every request is answered correctly or refused as UNAVAILABLE (the
+// server is going away); none fails otherwise (no INTERNAL "RST_STREAM",
+// no CANCELLED), and kilnd exits 0.
+TEST(E2eShutdownTest, SigtermUnderLoadAnswersOrRefusesEveryRequest) {
+  auto repo = MakeRepo("shutdown_load_repo", {{"batched", kBatched}});
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  auto p = KilnProcess::Start("server/kilnd",
+                              {"--model-repository=" + *repo, "--exit-timeout=20"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  constexpr int kClients = 6;
+  std::atomic<int> answered{0};
+  std::atomic<bool> stop{false};
+  struct Outcome {
+    int ok = 0, unavailable = 0, wrong = 0;
+    std::vector<std::string> other;
+  };
+  std::vector<Outcome> out(kClients);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      std::unique_ptr<KilnClient> client = (*p)->Client("", absl::Seconds(60));
+      for (int i = 0; !stop.load(); ++i) {
+        std::vector<float> a(16), b(16);
+        for (int k = 0; k < 16; ++k) {
+          a[k] = static_cast<float>(c * 1000 + i % 1000);
+          b[k] = static_cast<float>(k);
+        }
+        auto r = client->Infer("batched", {FloatTensor("INPUT0", a, {1, 16}),
+                                           FloatTensor("INPUT1", b, {1, 16})});
+        if (r.ok()) {
+          std::vector<float> sum = Floats((*r)[0]);
+          bool right = sum.size() == 16;
+          for (int k = 0; right && k < 16; ++k) right = sum[k] == a[k] + b[k];
+          (right ? out[c].ok : out[c].wrong)++;
+          answered.fetch_add(1);
+        } else if (absl::IsUnavailable(r.status())) {
+          // Refused (shutting down) or no server any more: this client is done.
+          out[c].unavailable++;
+          return;
+        } else {
+          out[c].other.push_back(r.status().ToString());
+          return;
+        }
+      }
+    });
+  }
+  // Every client has had answers before the signal: requests are in flight.
+  for (absl::Time deadline = absl::Now() + absl::Seconds(120);
+       answered.load() < 20 * kClients && absl::Now() < deadline;)
+    absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_GE(answered.load(), 20 * kClients);
+  (*p)->Signal(SIGTERM);
+  // The clients run into the shutdown (their next call after the exit is
+  // refused as UNAVAILABLE at the latest).
+  auto code = (*p)->Wait(absl::Seconds(60));
+  stop = true;
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  int ok = 0;
+  for (int c = 0; c < kClients; ++c) {
+    ok += out[c].ok;
+    EXPECT_EQ(out[c].wrong, 0) << "client " << c;
+    EXPECT_TRUE(out[c].other.empty()) << "client " << c << ": " << out[c].other.size()
+                                      << " requests failed, first: "
+                                      << (out[c].other.empty() ? "" : out[c].other[0]);
+  }
+  EXPECT_GE(ok, 20 * kClients);
 }
 
 }  // namespace

@@ -1,0 +1,172 @@
+// ModelManager: loads and unloads of different models run in parallel (a
+// per-model lock), those of one model are serialized, and StopAll waits for
+// the loads in progress, which then serve nothing. A gated loader holds
+// the load of model "slow" until the test opens the gate (issue 13.6: a
+// stuck load blocked every other Load / Unload behind one global lock).
+#include "server/model_manager.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <functional>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "server/clock.h"
+#include "server/testing/fake_backend.h"
+
+namespace kiln {
+namespace {
+
+// Loads of model "slow" wait until Open(); every load is a FakeBackend.
+class GatedLoader : public BackendLoader {
+ public:
+  absl::StatusOr<std::unique_ptr<ModelBackend>> Load(const std::string& path,
+                                                     const std::string& device) override {
+    if (path.find("/slow/") != std::string::npos) {
+      ++waiting_;
+      open_.WaitForNotification();
+    }
+    return fake_.Load(path, device);
+  }
+  void Open() {
+    if (!open_.HasBeenNotified()) open_.Notify();
+  }
+  // Waits until `n` loads of "slow" have reached the gate.
+  bool AwaitWaiting(int n) {
+    for (int i = 0; i < 2000 && waiting_.load() < n; ++i) absl::SleepFor(absl::Milliseconds(5));
+    return waiting_.load() >= n;
+  }
+  int waiting() const { return waiting_.load(); }
+
+ private:
+  testing::FakeLoader fake_;
+  absl::Notification open_;
+  std::atomic<int> waiting_{0};
+};
+
+std::string MakeRepo(const std::string& name) {
+  std::string root = absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/",
+                                  name);
+  ::mkdir(root.c_str(), 0755);
+  for (const char* m : {"slow", "fast", "other"}) {
+    ::mkdir((root + "/" + m).c_str(), 0755);
+    ::mkdir((root + "/" + m + "/1").c_str(), 0755);
+    std::ofstream(root + "/" + m + "/1/model.onnx") << "fake";
+  }
+  return root;
+}
+
+// Runs `fn` on a thread; Done(timeout) tells whether it returned in time.
+class Background {
+ public:
+  explicit Background(std::function<absl::Status()> fn)
+      : thread_([this, fn] {
+          status_ = fn();
+          done_.Notify();
+        }) {}
+  ~Background() { thread_.join(); }
+  bool Done(absl::Duration timeout) { return done_.WaitForNotificationWithTimeout(timeout); }
+  absl::Status status() {
+    done_.WaitForNotification();
+    return status_;
+  }
+
+ private:
+  absl::Notification done_;
+  absl::Status status_;
+  std::thread thread_;
+};
+
+class ModelManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ModelManager::Options o;
+    o.repository = MakeRepo(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    o.mode = ControlMode::kExplicit;
+    o.startup_models = {"fast"};
+    manager_ = std::make_unique<ModelManager>(o, &loader_, nullptr, &clock_);
+    ASSERT_TRUE(manager_->Start().ok());
+  }
+  void TearDown() override {
+    loader_.Open();  // whatever happened, nothing stays blocked
+  }
+
+  std::string State(const std::string& name) {
+    for (const auto& e : manager_->Index(false))
+      if (e.name == name) return e.state;
+    return "";
+  }
+
+  GatedLoader loader_;
+  RealClock clock_;
+  std::unique_ptr<ModelManager> manager_;
+};
+
+TEST_F(ModelManagerTest, SlowLoadDoesNotBlockOtherModels) {
+  Background slow([this] { return manager_->Load("slow"); });
+  ASSERT_TRUE(loader_.AwaitWaiting(1));
+  EXPECT_EQ(State("slow"), "LOADING");
+  {
+    Background other([this] { return manager_->Load("other"); });
+    EXPECT_TRUE(other.Done(absl::Seconds(10))) << "Load(other) waited for the load of slow";
+    loader_.Open();  // let a blocked call finish before the checks below
+    EXPECT_TRUE(other.status().ok()) << other.status();
+  }
+  loader_.Open();
+  EXPECT_TRUE(slow.status().ok()) << slow.status();
+  EXPECT_EQ(State("slow"), "READY");
+}
+
+TEST_F(ModelManagerTest, SlowLoadDoesNotBlockUnloadOrReloadOfOthers) {
+  Background slow([this] { return manager_->Load("slow"); });
+  ASSERT_TRUE(loader_.AwaitWaiting(1));
+  {
+    Background unload([this] { return manager_->Unload("fast"); });
+    EXPECT_TRUE(unload.Done(absl::Seconds(10))) << "Unload(fast) waited for the load of slow";
+    loader_.Open();
+    EXPECT_TRUE(unload.status().ok()) << unload.status();
+  }
+  EXPECT_FALSE(manager_->Get("fast", "").ok());
+  loader_.Open();
+  EXPECT_TRUE(slow.status().ok());
+  EXPECT_TRUE(manager_->Load("fast").ok());
+  EXPECT_TRUE(manager_->Get("fast", "").ok());
+}
+
+TEST_F(ModelManagerTest, LoadsOfOneModelAreSerialized) {
+  Background first([this] { return manager_->Load("slow"); });
+  ASSERT_TRUE(loader_.AwaitWaiting(1));
+  Background second([this] { return manager_->Load("slow"); });
+  Background unload([this] { return manager_->Unload("slow"); });
+  // Both wait for the first load: none of them reaches the loader.
+  EXPECT_FALSE(second.Done(absl::Milliseconds(300)));
+  EXPECT_FALSE(unload.Done(absl::Milliseconds(1)));
+  EXPECT_EQ(loader_.waiting(), 1);
+  loader_.Open();
+  EXPECT_TRUE(first.status().ok());
+  EXPECT_TRUE(second.status().ok());
+  EXPECT_TRUE(unload.status().ok());
+}
+
+TEST_F(ModelManagerTest, StopAllWaitsForALoadWhichThenServesNothing) {
+  Background slow([this] { return manager_->Load("slow"); });
+  ASSERT_TRUE(loader_.AwaitWaiting(1));
+  Background stop([this] {
+    manager_->StopAll();
+    return absl::OkStatus();
+  });
+  EXPECT_FALSE(stop.Done(absl::Milliseconds(200)));
+  loader_.Open();
+  EXPECT_TRUE(stop.Done(absl::Seconds(10)));
+  EXPECT_EQ(slow.status().code(), absl::StatusCode::kUnavailable) << slow.status();
+  EXPECT_TRUE(manager_->Ready().empty());
+  EXPECT_EQ(manager_->Load("fast").code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace kiln
