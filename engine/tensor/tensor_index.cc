@@ -22,25 +22,6 @@ bool NormAxis(int64_t* axis, int64_t n) {
   return *axis >= 0 && *axis < n;
 }
 
-// 0, 1, ..., n-1 of integer type `dt` (host-built), shaped to rank `rank`
-// with the values along `axis`.
-Tensor Iota(const Tensor& like, int64_t n, DType dt, int64_t rank, int64_t axis) {
-  if (n < 0 || n > kMaxHostIota)
-    return TensorInternal::ErrorLike(
-        like, absl::ResourceExhaustedError(absl::StrCat(
-                  "index: an axis of ", n, " elements is too large to index (more than 2^28)")));
-  Shape s(rank, 1);
-  s[axis] = n;
-  if (dt.ItemSize() == 8) {
-    std::vector<int64_t> v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = i;
-    return Tensor::FromVector(like.engine(), v, s, dtypes::kInt64, like.device()).Cast(dt);
-  }
-  std::vector<int32_t> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(i);
-  return Tensor::FromVector(like.engine(), v, s, dtypes::kInt32, like.device()).Cast(dt);
-}
-
 // Negative indices count from the end of a dim of size n. Narrow index types
 // compute in int32.
 Tensor WrapIndex(const Tensor& index, int64_t n) {
@@ -48,13 +29,6 @@ Tensor WrapIndex(const Tensor& index, int64_t n) {
   if (idx.dtype().IsUnsigned()) return idx;
   Tensor z = idx.Const(int64_t{0}, idx.dtype());
   return Tensor::Where(idx.Lt(z), idx + static_cast<double>(n), idx);
-}
-
-// Sums the one-hot selection over `axis`, keeping the input dtype.
-Tensor SumSelected(const Tensor& x, const Tensor& onehot, int64_t axis) {
-  Tensor sel = Tensor::Where(onehot, x, x.Const(int64_t{0}, x.dtype()));
-  Tensor r = sel.Sum({axis});
-  return r.dtype() == x.dtype() ? r : r.Cast(x.dtype());
 }
 
 }  // namespace

@@ -19,14 +19,7 @@ namespace {
 constexpr char kKilnd[] = "server/kilnd";
 
 // The shipped model with a 5 ms batching window.
-constexpr char kBatched[] = R"pb(
-  max_batch_size: 8
-  input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-          { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-           { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  dynamic_batching { max_queue_delay_microseconds: 5000 }
-)pb";
+const std::string kBatched = SimpleBatchedConfig(5000);
 
 std::vector<ClientTensor> Inputs(int rows, float base) {
   std::vector<float> a(rows * 16), b(rows * 16);

@@ -14,14 +14,7 @@
 namespace kiln::e2e {
 namespace {
 
-constexpr char kSlow[] = R"pb(
-  max_batch_size: 8
-  input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-          { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-           { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 600000000 }
-)pb";
+const std::string kSlow = SimpleBatchedConfig(600000000, true);
 
 TEST(E2eShutdownTest, SigtermDrainsInFlightRequests) {
   auto repo = MakeRepo("shutdown_repo", {{"slow", kSlow}});
@@ -71,14 +64,7 @@ TEST(E2eShutdownTest, SigtermDrainsInFlightRequests) {
   EXPECT_FALSE((*KilnClient::Connect(o))->ServerLive().ok());
 }
 
-constexpr char kBatched[] = R"pb(
-  max_batch_size: 8
-  input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-          { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-           { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 20000 }
-)pb";
+const std::string kBatched = SimpleBatchedConfig(20000, true);
 
 // SIGTERM while clients keep requests in flight, each on its own channel:
 // every request is answered correctly or refused as UNAVAILABLE (the

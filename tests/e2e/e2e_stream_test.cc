@@ -29,14 +29,7 @@ std::vector<ClientTensor> Inputs(int i) {
 }
 
 // Batches of 8 behind a 600 s batching window: requests stay queued.
-constexpr char kSlow[] = R"pb(
-  max_batch_size: 8
-  input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-          { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-           { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
-  dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 600000000 }
-)pb";
+const std::string kSlow = SimpleBatchedConfig(600000000, true);
 
 // Sends one request on `stream` and reads its answer: the stream is open
 // and served.

@@ -48,6 +48,18 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
+std::string SimpleBatchedConfig(int64_t delay_us, bool preferred_8) {
+  return absl::StrCat(R"pb(
+    max_batch_size: 8
+    input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
+            { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
+    output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
+             { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]
+    dynamic_batching { )pb",
+                      preferred_8 ? "preferred_batch_size: [ 8 ] " : "",
+                      "max_queue_delay_microseconds: ", delay_us, " }\n");
+}
+
 absl::StatusOr<std::string> MakeRepo(const std::string& name,
                                      const std::map<std::string, std::string>& variants) {
   auto model = ReadFile("models/simple/1/model.onnx");

@@ -31,6 +31,11 @@ std::string TempDir(const std::string& name);
 absl::StatusOr<std::string> MakeRepo(const std::string& name,
                                      const std::map<std::string, std::string>& variants);
 
+// config.pbtxt of the shipped `simple` model (two FP32 [16] inputs, two
+// outputs) with max_batch_size 8 and dynamic batching: a batching window of
+// `delay_us` microseconds, and preferred batch size 8 when `preferred_8`.
+std::string SimpleBatchedConfig(int64_t delay_us, bool preferred_8 = false);
+
 class KilnProcess {
  public:
   // Starts `kilnd` (path from argv of the test) with `args` plus

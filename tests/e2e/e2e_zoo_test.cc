@@ -73,8 +73,9 @@ TEST(E2eZooTest, EveryZooModelAnswersOverGrpc) {
     std::string weights = model.substr(0, model.rfind('/')) + "/weights.bin";
     ASSERT_EQ(::symlink(model.c_str(), (dir + "/1/model.onnx").c_str()), 0) << dir;
     struct stat st;
-    if (::stat(weights.c_str(), &st) == 0)
+    if (::stat(weights.c_str(), &st) == 0) {
       ASSERT_EQ(::symlink(weights.c_str(), (dir + "/1/weights.bin").c_str()), 0) << dir;
+    }
   }
   auto p = KilnProcess::Start(kKilnd, {"--model-repository=" + repo, "--exit-on-error"},
                               absl::Seconds(600));
