@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   } else {
     im.registry = DeviceRegistry::WithDefaults();
     ASSIGN_OR_RETURN(Device * dev, im.registry->Get(options.device));
-    (void)dev;
+    dev->allocator().set_memory_limit(static_cast<size_t>(options.max_memory_bytes));
     im.engine = std::make_unique<Engine>(im.registry.get());
     im.loader = std::make_unique<OnnxLoader>(im.engine.get());
   }
@@ -101,7 +101,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
         if (!d.ok()) continue;
         Allocator::Stats as = (*d)->allocator().stats();
         snap.memory.push_back({(*d)->name(), static_cast<double>(as.allocated_bytes),
-                               static_cast<double>(as.cached_bytes)});
+                               static_cast<double>(as.cached_bytes),
+                               static_cast<double>((*d)->allocator().memory_limit())});
       }
       return snap;
     });

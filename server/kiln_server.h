@@ -40,6 +40,9 @@ struct KilnServerOptions {
   std::string auth_token;                // empty: no auth
   int64_t max_message_bytes = int64_t{256} << 20;
   int64_t max_input_bytes = int64_t{256} << 20;
+  // Device memory (bytes in use plus cached) the engine may hold; a request
+  // whose plan would pass it gets RESOURCE_EXHAUSTED. 0: no limit.
+  uint64_t max_memory_bytes = 0;
   absl::Duration exit_timeout = absl::Seconds(30);
   int max_streams = 64;          // concurrent ModelStreamInfer calls
   int max_stream_inflight = 64;  // unanswered requests per stream

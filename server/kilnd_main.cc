@@ -4,7 +4,7 @@
 //         [--device=CPU] [--model-control-mode=none|explicit] [--load-model=M ...]
 //         [--tls-cert=F --tls-key=F] [--auth-token-file=F | --auth-token=T]
 //         [--metrics-address=A] [--metrics-auth-token-file=F]
-//         [--exit-timeout=30] [--ready-file=F]
+//         [--max-memory-bytes=N] [--exit-timeout=30] [--ready-file=F]
 //
 // Runs in the foreground. SIGTERM / SIGINT: stop accepting, finish
 // in-flight requests within --exit-timeout seconds, exit 0.
@@ -18,10 +18,12 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/auth_token.h"
 #include "server/flags.h"
 #include "server/kiln_server.h"
+#include "server/memory_limit.h"
 #include "server/service.h"
 
 namespace {
@@ -52,6 +54,8 @@ int main(int argc, char** argv) {
   int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
   double exit_timeout = 30;
   int64_t max_streams = o.max_streams, max_stream_inflight = o.max_stream_inflight;
+  const kiln::MachineMemory machine = kiln::MachineMemoryBytes();
+  int64_t max_memory = static_cast<int64_t>(kiln::DefaultMemoryLimit(machine));
   bool help = false, no_pad = false;
   kiln::FlagParser flags;
   flags.AddString("model-repository", &o.model_repository, "model repository directory");
@@ -76,6 +80,11 @@ int main(int argc, char** argv) {
                   "the token itself (warns: other local users see it in /proc/PID/cmdline)");
   flags.AddInt("max-message-bytes", &o.max_message_bytes, "largest gRPC message");
   flags.AddInt("max-input-bytes", &o.max_input_bytes, "largest input tensor of a request");
+  flags.AddInt("max-memory-bytes", &max_memory,
+               absl::StrCat("device memory the engine may hold; a request whose plan needs more "
+                            "gets RESOURCE_EXHAUSTED (0: no limit; default for CPU and INTERP "
+                            "80% of ", machine.source.empty() ? "the machine" : machine.source,
+                            ": ", max_memory, "; none for GPUs)"));
   flags.AddDouble("exit-timeout", &exit_timeout, "seconds to finish in-flight requests on exit");
   flags.AddInt("max-streams", &max_streams,
                "concurrent ModelStreamInfer streams (more: RESOURCE_EXHAUSTED)");
@@ -108,6 +117,13 @@ int main(int argc, char** argv) {
   if (max_streams < 0 || max_streams > 4096) return Fail("--max-streams out of range");
   if (max_stream_inflight < 1 || max_stream_inflight > 65536)
     return Fail("--max-stream-inflight out of range");
+  if (max_memory < 0) return Fail("--max-memory-bytes must be >= 0");
+  // Host RAM says nothing of a GPU's memory: there the driver's own
+  // out-of-memory error (a Status too) is the default bound.
+  const bool host_device = absl::AsciiStrToUpper(o.device) == "CPU" ||
+                           absl::AsciiStrToUpper(o.device) == "INTERP";
+  if (!flags.IsSet("max-memory-bytes") && !host_device) max_memory = 0;
+  o.max_memory_bytes = static_cast<uint64_t>(max_memory);
   o.max_streams = static_cast<int>(max_streams);
   o.max_stream_inflight = static_cast<int>(max_stream_inflight);
   if (o.default_max_batch < 0 || o.default_max_batch > 65536)
@@ -160,6 +176,10 @@ int main(int argc, char** argv) {
                                   o.metrics_auth_token.empty() ? "" : " (bearer auth)")
                          .c_str()
                    : "(off)");
+  std::fprintf(stderr, "kilnd: memory limit %s\n",
+               o.max_memory_bytes == 0
+                   ? "none (--max-memory-bytes=0)"
+                   : absl::StrCat(o.max_memory_bytes, " bytes of ", o.device, " memory").c_str());
   if (!ready_file.empty() &&
       !WriteFileAtomically(ready_file, absl::StrCat("grpc_port=", (*server)->grpc_port(),
                                                     "\nmetrics_port=", (*server)->metrics_port(),

@@ -1,5 +1,8 @@
 #include "server/metrics.h"
 
+#include <unistd.h>
+
+#include <fstream>
 #include <utility>
 
 #include "prometheus/metric_family.h"
@@ -26,6 +29,15 @@ const prometheus::Histogram::BucketBoundaries& BatchBuckets() {
 }
 
 }  // namespace
+
+double ProcessResidentBytes() {
+  // statm: size resident shared text lib data dt, in pages.
+  std::ifstream statm("/proc/self/statm");
+  double size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  const long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? resident * static_cast<double>(page) : 0;
+}
 
 void ModelMetrics::Failure(const std::string& reason) const {
   std::map<std::string, std::string> l = labels;
@@ -181,24 +193,32 @@ std::vector<prometheus::MetricFamily> EngineCollector::Collect() const {
                        prometheus::MetricType::Counter, s.kernels_compiled));
   out.push_back(scalar("kiln_kernel_compile_seconds_total", "Time the engine spent compiling kernels",
                        prometheus::MetricType::Counter, s.compile_seconds));
-  prometheus::MetricFamily alloc, cached;
-  alloc.name = "kiln_device_memory_allocated_bytes";
-  alloc.help = "Device memory held by live buffers";
-  alloc.type = prometheus::MetricType::Gauge;
-  cached.name = "kiln_device_memory_cached_bytes";
-  cached.help = "Freed device memory kept by the allocator for reuse";
-  cached.type = prometheus::MetricType::Gauge;
-  for (const auto& d : s.memory) {
-    prometheus::ClientMetric a, c;
-    a.label.push_back({"device", d.device});
-    a.gauge.value = d.allocated_bytes;
-    c.label.push_back({"device", d.device});
-    c.gauge.value = d.cached_bytes;
-    alloc.metric.push_back(a);
-    cached.metric.push_back(c);
-  }
-  out.push_back(alloc);
-  out.push_back(cached);
+  using DeviceMemory = EngineSnapshot::DeviceMemory;
+  auto per_device = [&s](const std::string& name, const std::string& help,
+                         double DeviceMemory::*field) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = prometheus::MetricType::Gauge;
+    for (const DeviceMemory& d : s.memory) {
+      prometheus::ClientMetric m;
+      m.label.push_back({"device", d.device});
+      m.gauge.value = d.*field;
+      f.metric.push_back(m);
+    }
+    return f;
+  };
+  out.push_back(per_device("kiln_device_memory_allocated_bytes",
+                           "Device memory held by live buffers", &DeviceMemory::allocated_bytes));
+  out.push_back(per_device("kiln_device_memory_cached_bytes",
+                           "Freed device memory kept by the allocator for reuse",
+                           &DeviceMemory::cached_bytes));
+  out.push_back(per_device("kiln_device_memory_limit_bytes",
+                           "Device memory (allocated + cached) the engine may hold; 0: no limit",
+                           &DeviceMemory::limit_bytes));
+  out.push_back(scalar("kiln_process_resident_bytes",
+                       "Resident set size of the kilnd process (/proc/self/statm)",
+                       prometheus::MetricType::Gauge, ProcessResidentBytes()));
   return out;
 }
 

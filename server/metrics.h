@@ -27,7 +27,9 @@
 // scrape time from the Engine and the device allocators, see
 // EngineCollector): kiln_kernels_compiled_total,
 // kiln_kernel_compile_seconds_total, kiln_device_memory_allocated_bytes
-// {device}, kiln_device_memory_cached_bytes{device}.
+// {device}, kiln_device_memory_cached_bytes{device},
+// kiln_device_memory_limit_bytes{device} (0: no limit); process-wide (read
+// from /proc/self/statm at scrape time): kiln_process_resident_bytes.
 //
 // Thread safety: everything here is thread-safe (prometheus-cpp metrics
 // are atomic; family lookups are locked).
@@ -128,9 +130,14 @@ struct EngineSnapshot {
     std::string device;
     double allocated_bytes = 0;
     double cached_bytes = 0;
+    double limit_bytes = 0;  // 0: no limit
   };
   std::vector<DeviceMemory> memory;
 };
+
+// The resident set size of this process in bytes (/proc/self/statm; 0 when
+// it cannot be read).
+double ProcessResidentBytes();
 
 class EngineCollector : public prometheus::Collectable {
  public:

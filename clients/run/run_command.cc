@@ -38,6 +38,8 @@ options:
                         model's declared shape when it has no dynamic dims
   --output-dir DIR      write each output as DIR/NAME.npy
   --device NAME         engine device: CPU (default), INTERP, OPENCL or CUDA
+  --no-jit              run every repeat plainly (schedule, lower, launch), to
+                        compare with the JIT's replays
   --repeat N            run N times through the JIT (call 1 plain, 2 captures,
                         3+ replay) and report the median latency (default 1)
   --seed S              seed of the random inputs (default 0)
@@ -57,6 +59,7 @@ struct Options {
   std::string device = "CPU";
   int repeat = 1;
   uint64_t seed = 0;
+  bool no_jit = false;
 };
 
 absl::StatusOr<Options> Parse(int argc, char** argv) {
@@ -91,6 +94,8 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
         }
         o.shapes[name] = dims;
       }
+    } else if (a == "--no-jit") {
+      o.no_jit = true;
     } else if (flag == "--output-dir") {
       ASSIGN_OR_RETURN(o.output_dir, value());
     } else if (flag == "--device") {
@@ -257,7 +262,18 @@ int RunChecked(int argc, char** argv) {
   EngineStats first;
   for (int r = 0; r < o.repeat; ++r) {
     auto s = std::chrono::steady_clock::now();
-    auto res = jit(*inputs);
+    absl::StatusOr<std::vector<Tensor>> res;
+    if (o.no_jit) {
+      res = m->Run(*inputs);
+      if (res.ok()) {
+        std::vector<Tensor*> ptrs;
+        for (Tensor& t : *res) ptrs.push_back(&t);
+        absl::Status rs = Tensor::RealizeAll(ptrs);
+        if (!rs.ok()) res = rs;
+      }
+    } else {
+      res = jit(*inputs);
+    }
     if (!res.ok()) return Fail(res.status());
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
     outs = std::move(*res);

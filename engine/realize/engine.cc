@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <optional>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -60,6 +62,34 @@ std::optional<MatmulSpec> TensorCoreMatmul(const Kernel& k, const RendererOption
   std::optional<MatmulSpec> mm = MatchMatmul(k);
   if (mm && !WmmaSupported(*mm, ropts.sm)) mm.reset();
   return mm;
+}
+
+// Bytes of the device memory of a BUFFER UOp (saturating: a size the device
+// could never hold stays too large instead of wrapping around).
+size_t BufferBytes(const UOp& buffer) {
+  const int64_t n = BufferOf(buffer).size();
+  const size_t item = static_cast<size_t>(buffer.dtype().ItemSize());
+  if (n <= 0) return 0;
+  if (static_cast<uint64_t>(n) > std::numeric_limits<size_t>::max() / std::max<size_t>(item, 1))
+    return std::numeric_limits<size_t>::max();
+  return static_cast<size_t>(n) * item;
+}
+
+// Bytes of device memory that running `sched` newly allocates: its buffers
+// (kernel operands and outputs, each once) that hold no memory yet.
+size_t PlannedBytes(const Schedule& sched) {
+  std::unordered_set<const UOp*> seen;
+  size_t total = 0;
+  auto add = [&](const UOpRef& b) {
+    if (!seen.insert(b.get()).second) return;
+    std::shared_ptr<void> s = BufferOf(*b).storage();
+    if (s != nullptr && static_cast<const Buffer*>(s.get())->allocated()) return;
+    total += std::min(BufferBytes(*b), std::numeric_limits<size_t>::max() - total);
+  };
+  for (const ScheduleItem& item : sched.items)
+    for (const UOpRef& b : item.bufs) add(b);
+  for (const UOpRef& b : sched.outputs) add(b);
+  return total;
 }
 
 }  // namespace
@@ -159,8 +189,7 @@ absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {
   const BufferArg& b = BufferOf(*buffer);
   if (std::shared_ptr<void> s = b.storage()) return std::static_pointer_cast<Buffer>(s);
   ASSIGN_OR_RETURN(Device * dev, registry_->Get(b.device()));
-  size_t nbytes = static_cast<size_t>(b.size()) * buffer->dtype().ItemSize();
-  ASSIGN_OR_RETURN(BufferRef buf, dev->NewBuffer(nbytes));
+  ASSIGN_OR_RETURN(BufferRef buf, dev->NewBuffer(BufferBytes(*buffer)));
   b.set_storage(buf);
   return buf;
 }
@@ -290,6 +319,11 @@ absl::StatusOr<UOpList> Engine::Run(const UOpList& roots, const std::string& dev
                                     const ScheduleTarget* target) {
   ASSIGN_OR_RETURN(Device * device, registry_->Get(device_name));
   ASSIGN_OR_RETURN(Schedule sched, CreateSchedule(roots, device->name(), target));
+  // Refused before anything is compiled or allocated when its new buffers
+  // do not fit under the device's memory limit.
+  RETURN_IF_ERROR(device->allocator().CheckRoom(
+      PlannedBytes(sched), absl::StrCat("running ", sched.items.size(), " kernels on ",
+                                        device->name(), " needs new buffers")));
   UOpList asts;
   for (const ScheduleItem& it : sched.items) asts.push_back(it.ast);
   ASSIGN_OR_RETURN(auto kernels, GetKernels(device, asts));

@@ -27,6 +27,9 @@ absl::StatusOr<void*> Allocator::Alloc(size_t nbytes) {
   {
     absl::MutexLock lock(&mu_);
     ++stats_.allocations;
+    RETURN_IF_ERROR(CheckRoomLocked(nbytes, "allocating a device buffer"));
+    // Counted as in use from here on, so that concurrent Allocs see it.
+    stats_.allocated_bytes += nbytes;
     // Equal keys keep insertion order in a multimap, so the last block of
     // this size is the most recently freed one (warmest in the CPU caches).
     auto hi = cache_.upper_bound(nbytes);
@@ -36,20 +39,24 @@ absl::StatusOr<void*> Allocator::Alloc(size_t nbytes) {
       lru_.erase(it->second.first);
       cache_.erase(it);
       stats_.cached_bytes -= nbytes;
-      stats_.allocated_bytes += nbytes;
       ++stats_.cache_hits;
       return ptr;
     }
+    // A new block: cached ones make room for it under the memory limit
+    // (CheckRoomLocked made sure that in-use bytes fit).
+    if (memory_limit_ != 0 && stats_.cached_bytes > memory_limit_ - stats_.allocated_bytes)
+      EvictLocked(memory_limit_ - stats_.allocated_bytes);
   }
   absl::StatusOr<void*> ptr = RawAlloc(nbytes);
   if (!ptr.ok()) {
     // Out of memory (probably): give back everything cached and retry once.
     ClearCache();
     ptr = RawAlloc(nbytes);
-    if (!ptr.ok()) return ptr.status();
   }
-  absl::MutexLock lock(&mu_);
-  stats_.allocated_bytes += nbytes;
+  if (!ptr.ok()) {
+    absl::MutexLock lock(&mu_);
+    stats_.allocated_bytes -= nbytes;
+  }
   return ptr;
 }
 
@@ -102,6 +109,31 @@ void Allocator::ClearCache() {
 Allocator::Stats Allocator::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;
+}
+
+void Allocator::set_memory_limit(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  memory_limit_ = bytes;
+}
+
+size_t Allocator::memory_limit() const {
+  absl::MutexLock lock(&mu_);
+  return memory_limit_;
+}
+
+absl::Status Allocator::CheckRoom(size_t nbytes, const std::string& what) {
+  absl::MutexLock lock(&mu_);
+  return CheckRoomLocked(nbytes, what);
+}
+
+absl::Status Allocator::CheckRoomLocked(size_t nbytes, const std::string& what) {
+  const size_t used = stats_.allocated_bytes;
+  if (memory_limit_ == 0 || (used <= memory_limit_ && nbytes <= memory_limit_ - used))
+    return absl::OkStatus();
+  ++stats_.refusals;
+  return absl::ResourceExhaustedError(absl::StrCat(what, ": ", nbytes,
+                                                   " more bytes would exceed the memory limit of ",
+                                                   memory_limit_, " bytes (", used, " in use)"));
 }
 
 // ------------------------------------------------------------------- Buffer

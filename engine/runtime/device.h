@@ -31,6 +31,10 @@ class Device;
 // limit or when an allocation fails. Thread-safe. Subclasses must call
 // ClearCache() in their destructor (RawFree is virtual, so the base
 // destructor cannot release cached blocks).
+//
+// An optional memory limit bounds the bytes in use plus the bytes cached:
+// an Alloc that would take the bytes in use past it fails with
+// RESOURCE_EXHAUSTED, and one that fits evicts cached blocks to make room.
 class Allocator {
  public:
   struct Stats {
@@ -38,19 +42,32 @@ class Allocator {
     size_t cached_bytes = 0;     // freed, kept for reuse
     uint64_t allocations = 0;    // Alloc calls
     uint64_t cache_hits = 0;     // Alloc calls served from the cache
+    uint64_t refusals = 0;       // Alloc / CheckRoom calls refused by the memory limit
   };
 
   explicit Allocator(size_t cache_limit_bytes = size_t{1} << 30)
       : cache_limit_(cache_limit_bytes) {}
   virtual ~Allocator();
 
-  // Returns device memory of at least `nbytes` (nbytes may be 0).
+  // Returns device memory of at least `nbytes` (nbytes may be 0);
+  // RESOURCE_EXHAUSTED beyond the memory limit.
   absl::StatusOr<void*> Alloc(size_t nbytes);
   // Returns memory obtained from Alloc(nbytes) to the cache.
   void Free(void* ptr, size_t nbytes);
   // Releases every cached block.
   void ClearCache();
   Stats stats() const;
+
+  // Bytes in use plus cached that Alloc keeps within; 0 = no limit (the
+  // default). Lowering it below what is in use refuses new allocations
+  // until enough is freed.
+  void set_memory_limit(size_t bytes);
+  size_t memory_limit() const;
+  // OK when `nbytes` more bytes in use stay within the memory limit (cached
+  // blocks do not count: Alloc evicts them to make room); otherwise
+  // RESOURCE_EXHAUSTED naming `what`, the bytes, those in use and the limit.
+  // Allocates nothing.
+  absl::Status CheckRoom(size_t nbytes, const std::string& what);
 
   // Host <-> device copies of `nbytes`.
   virtual absl::Status CopyIn(void* dst, const void* src, size_t nbytes) = 0;
@@ -65,6 +82,8 @@ class Allocator {
 
  private:
   void EvictLocked(size_t target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRoomLocked(size_t nbytes, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t cache_limit_;
   mutable absl::Mutex mu_;
@@ -73,6 +92,7 @@ class Allocator {
   std::map<uint64_t, std::pair<size_t, void*>> lru_ ABSL_GUARDED_BY(mu_);
   uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  size_t memory_limit_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A block of device memory of fixed size, allocated on first use and returned

@@ -124,6 +124,41 @@ TEST(AllocatorTest, FailedAllocationEvictsCacheAndRetries) {
   a.Free(*q, 601);
 }
 
+TEST(AllocatorTest, MemoryLimitRefusesAndEvictsToMakeRoom) {
+  CountingAllocator a(1 << 20);
+  a.set_memory_limit(3000);
+  EXPECT_EQ(a.memory_limit(), 3000u);
+  // One allocation beyond the limit: a Status, and nothing is allocated.
+  absl::StatusOr<void*> big = a.Alloc(3001);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(big.status().message().find("memory limit of 3000 bytes"), std::string::npos)
+      << big.status();
+  EXPECT_EQ(a.raw_allocs, 0);
+  // Cached blocks do not count against what is in use: they are evicted.
+  void* p = *a.Alloc(1000);
+  a.Free(p, 1000);
+  void* q = *a.Alloc(2500);
+  EXPECT_EQ(a.raw_frees, 1);
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+  // In use 2500: 600 more is refused, 500 fits.
+  EXPECT_EQ(a.Alloc(600).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(a.CheckRoom(600, "a plan").code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(a.CheckRoom(500, "a plan").ok());
+  EXPECT_EQ(a.stats().allocated_bytes, 2500u);
+  EXPECT_EQ(a.stats().refusals, 3u);
+  a.Free(q, 2500);
+  a.set_memory_limit(0);  // no limit
+  void* r = *a.Alloc(5000);
+  a.Free(r, 5000);
+}
+
+TEST(AllocatorTest, FailedRawAllocLeavesNothingInUse) {
+  CountingAllocator a(1 << 20);
+  a.capacity = 100;
+  EXPECT_FALSE(a.Alloc(200).ok());
+  EXPECT_EQ(a.stats().allocated_bytes, 0u);
+}
+
 TEST(AllocatorTest, ConcurrentAllocFree) {
   CountingAllocator a(1 << 20);
   std::vector<std::thread> threads;
