@@ -191,7 +191,7 @@ absl::Status RecurrentOp(OpContext& ctx, Cell cell) {
     return Invalid(absl::StrCat("unknown direction '", direction, "'"));
   if (x.ndim() != 3 || w.ndim() != 3 || r.ndim() != 3) return Invalid("X, W and R must be 3-D");
   if (batch_first) x = x.Permute({1, 0, 2});
-  int64_t seq = x.dim(0), batch = x.dim(1);
+  const int64_t batch = x.dim(1);
   if (hidden <= 0) hidden = r.dim(2);
   if (w.dim(0) != dirs || w.dim(1) != gates * hidden || r.dim(1) != gates * hidden ||
       r.dim(2) != hidden || w.dim(2) != x.dim(2))
