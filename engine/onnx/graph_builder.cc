@@ -1,5 +1,7 @@
 #include "engine/onnx/graph_builder.h"
 
+#include <unordered_set>
+
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
 #include "engine/onnx/onnx/onnx.pb.h"
@@ -25,7 +27,43 @@ absl::Status Prefix(const std::string& label, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(label, ": ", s.message()));
 }
 
+// Calls fn(name) for every name the nodes of `graph` (and their subgraphs,
+// recursively) read.
+template <typename Fn>
+void ForEachReadName(const onnx::GraphProto& graph, Fn& fn) {
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& name : node.input())
+      if (!name.empty()) fn(name);
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) ForEachReadName(a.g(), fn);
+      for (const onnx::GraphProto& g : a.graphs()) ForEachReadName(g, fn);
+    }
+  }
+}
+
+// True for the nodes of a lazy graph that cost real work to recompute.
+bool IsHeavy(const UOp* u) {
+  return u->op() == Op::kReduceAxis || u->op() == Op::kContiguous || u->op() == Op::kGather ||
+         u->op() == Op::kCopy;
+}
+
 }  // namespace
+
+LastUses ComputeLastUses(const onnx::GraphProto& graph) {
+  LastUses last;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    auto use = [&](const std::string& name) { last[name] = i; };
+    for (const std::string& name : node.input())
+      if (!name.empty()) use(name);
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) ForEachReadName(a.g(), use);
+      for (const onnx::GraphProto& g : a.graphs()) ForEachReadName(g, use);
+    }
+  }
+  for (const onnx::ValueInfoProto& o : graph.output()) last[o.name()] = graph.node_size();
+  return last;
+}
 
 const OnnxValue* Scope::Find(const std::string& name) const {
   for (const Scope* s = this; s != nullptr; s = s->parent_) {
@@ -139,6 +177,33 @@ absl::Status GraphBuilder::Dispatch(const onnx::NodeProto& node, Scope* scope) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<HostTensor> GraphBuilder::ReadOnHost(Tensor t) {
+  RETURN_IF_ERROR(t.status());
+  std::unordered_set<const UOp*> heavy;
+  for (const UOp* u : Toposort(t.uop()))
+    if (IsHeavy(u)) heavy.insert(u);
+  if (!heavy.empty()) {
+    std::vector<Tensor> shared;
+    std::unordered_set<const UOp*> seen{t.uop().get()};
+    for (const Scope* s = current_; s != nullptr; s = s->parent()) {
+      s->ForEachLiveTensor([&](const Tensor& v) {
+        if (!v.ok() || !seen.insert(v.uop().get()).second) return;
+        for (const UOp* u : Toposort(v.uop()))
+          if (heavy.count(u)) {
+            shared.push_back(v);  // shares its state with the scope's value
+            return;
+          }
+      });
+    }
+    if (!shared.empty()) {
+      std::vector<Tensor*> all{&t};
+      for (Tensor& v : shared) all.push_back(&v);
+      RETURN_IF_ERROR(Tensor::RealizeAll(all));
+    }
+  }
+  return ReadBack(std::move(t));
+}
+
 absl::StatusOr<std::vector<OnnxValue>> GraphBuilder::RunSubgraph(
     const onnx::GraphProto& graph, const std::vector<OnnxValue>& inputs, const Scope* outer) {
   if (static_cast<int>(inputs.size()) != graph.input_size())
@@ -153,7 +218,11 @@ absl::StatusOr<std::vector<OnnxValue>> GraphBuilder::RunSubgraph(
     scope.Set(init.name(), std::move(v));
   }
   for (int i = 0; i < graph.input_size(); ++i) scope.Set(graph.input(i).name(), inputs[i]);
-  for (const onnx::NodeProto& node : graph.node()) RETURN_IF_ERROR(RunNode(node, &scope));
+  scope.SetLastUses(ComputeLastUses(graph));
+  for (int i = 0; i < graph.node_size(); ++i) {
+    scope.set_now(i);
+    RETURN_IF_ERROR(RunNode(graph.node(i), &scope));
+  }
   std::vector<OnnxValue> outs;
   for (const onnx::ValueInfoProto& o : graph.output()) {
     const OnnxValue* v = scope.Find(o.name());

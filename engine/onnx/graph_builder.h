@@ -11,6 +11,7 @@
 #define KILN_ENGINE_ONNX_GRAPH_BUILDER_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +22,7 @@
 
 namespace onnx {
 class FunctionProto;
+class GraphProto;
 }  // namespace onnx
 
 namespace kiln {
@@ -35,6 +37,11 @@ inline constexpr int64_t kHostKeepLimit = 4096;
 // calls count each time they run): a bound on unrolling.
 inline constexpr int64_t kMaxNodeRuns = 1000000;
 
+// Index of the last node of a graph that reads each name (its inputs, and
+// the names its subgraphs read); graph outputs are read "after the end".
+using LastUses = std::unordered_map<std::string, int>;
+LastUses ComputeLastUses(const onnx::GraphProto& graph);
+
 class Scope {
  public:
   explicit Scope(const Scope* parent = nullptr) : parent_(parent) {}
@@ -42,10 +49,31 @@ class Scope {
   const OnnxValue* Find(const std::string& name) const;
   bool HasLocal(const std::string& name) const { return values_.count(name) > 0; }
   void Set(const std::string& name, OnnxValue v) { values_[name] = std::move(v); }
+  const Scope* parent() const { return parent_; }
+
+  // Liveness, when known: the graph's last uses and the index of the node
+  // being built. Without it every value counts as live.
+  void SetLastUses(LastUses last_uses) { last_uses_ = std::move(last_uses); }
+  void set_now(int node_index) { now_ = node_index; }
+  // Calls fn(value) for each local tensor value a node at or after the
+  // current one still reads.
+  template <typename Fn>
+  void ForEachLiveTensor(Fn fn) const {
+    for (const auto& [name, v] : values_) {
+      if (!v.is_tensor() || !v.tensor) continue;
+      if (last_uses_) {
+        auto it = last_uses_->find(name);
+        if (it == last_uses_->end() || it->second < now_) continue;
+      }
+      fn(*v.tensor);
+    }
+  }
 
  private:
   const Scope* parent_;
   std::unordered_map<std::string, OnnxValue> values_;
+  std::optional<LastUses> last_uses_;
+  int now_ = 0;
 };
 
 class GraphBuilder {
@@ -75,6 +103,14 @@ class GraphBuilder {
                                                      const Scope* outer);
   // The scope of the node being built (for control-flow handlers).
   const Scope* current_scope() const { return current_; }
+
+  // Reads `t` on the host. First it realizes, in one schedule with `t`, the
+  // live values of the enclosing scopes that share a reduction (a
+  // convolution, a matmul, a pooling, a gather, ...) with `t`: the lazy graph
+  // does not remember what a schedule computed, so without this every host
+  // read (a NonZero or a TopK per class of a detector) would compute the
+  // shared backbone again, and so would the nodes after it.
+  absl::StatusOr<HostTensor> ReadOnHost(Tensor t);
 
  private:
   absl::Status Dispatch(const onnx::NodeProto& node, Scope* scope);

@@ -256,10 +256,14 @@ absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
   opts.opsets = opsets_;
   opts.functions = functions_;
   GraphBuilder builder(opts);
-  for (const onnx::NodeProto& node : proto_->graph().node()) {
+  const onnx::GraphProto& graph = proto_->graph();
+  scope.SetLastUses(ComputeLastUses(graph));
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
     if (node.op_type() == "Constant" && node.output_size() == 1 &&
         weights_.HasLocal(node.output(0)))
       continue;
+    scope.set_now(i);
     RETURN_IF_ERROR(builder.RunNode(node, &scope));
   }
   std::vector<OnnxValue> outs;

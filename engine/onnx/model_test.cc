@@ -376,6 +376,38 @@ TEST(OnnxModelTest, DataDependentShapesAndControlFlow) {
   ExpectNear(RunOne(*m, {F({0, 3, 0, 1}, {4})}), {1, 3});
 }
 
+// Two host reads downstream of one MatMul, whose result is also a graph
+// output: the MatMul runs once, not once per read plus once for the output
+// (GraphBuilder::ReadOnHost realizes the live values sharing it).
+TEST(OnnxModelTest, HostReadsDoNotRecomputeSharedWork) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {16, 64}).Output("h");
+  b.Output("a", TensorProto::INT64).Output("c", TensorProto::INT64);
+  std::vector<double> w(64 * 64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = (i % 7) - 3.0;
+  b.Init("w", HostTensor::FromDoubles(w, {64, 64}, dtypes::kFloat32));
+  b.Node("MatMul", {"x", "w"}, {"h"});
+  b.Node("Relu", {"h"}, {"hp"});
+  b.Node("NonZero", {"hp"}, {"a"});
+  b.Node("Neg", {"h"}, {"hn"});
+  b.Node("Relu", {"hn"}, {"r"});
+  b.Node("NonZero", {"r"}, {"c"});
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  std::vector<float> x(16 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 5) % 11) - 5.0f;
+  const double matmul_flops = 2.0 * 16 * 64 * 64;
+  double before = TestEngine()->stats().flops_run;
+  auto out = m->Run({F(x, {16, 64})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<double> h = Values((*out)[0]);
+  int64_t positive = 0, negative = 0;
+  for (double v : h) positive += v > 0, negative += v < 0;
+  EXPECT_EQ((*out)[1].shape(), (Shape{2, positive}));
+  EXPECT_EQ((*out)[2].shape(), (Shape{2, negative}));
+  EXPECT_LT(TestEngine()->stats().flops_run - before, 1.5 * matmul_flops);
+}
+
 // The load checks the graphs (graph_check.h): what could never run fails
 // the load, with the place named; valid scoping loads.
 TEST(OnnxModelTest, LoadValidatesTheGraph) {

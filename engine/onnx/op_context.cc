@@ -86,7 +86,7 @@ absl::StatusOr<HostTensor> OpContext::Static(int i) const {
     return absl::ResourceExhaustedError(absl::StrCat(
         "input ", i, " has ", t.numel(), " elements, too many to read on the host (more than ",
         kMaxHostElements, ")"));
-  return ReadBack(t);
+  return builder_->ReadOnHost(std::move(t));
 }
 
 absl::StatusOr<std::vector<int64_t>> OpContext::StaticInts(int i) const {

@@ -87,7 +87,7 @@ absl::Status LoopOp(OpContext& ctx) {
     if (c.host) {
       ch = *c.host;
     } else {
-      ASSIGN_OR_RETURN(ch, ReadBack(*c.tensor));
+      ASSIGN_OR_RETURN(ch, ctx.builder()->ReadOnHost(*c.tensor));
     }
     cond = ch.numel() == 1 && ch.GetInt(0) != 0;
     for (int i = 0; i < n_carried; ++i) carried[i] = out[1 + i];
