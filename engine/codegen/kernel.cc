@@ -402,7 +402,9 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
         // them too but keep 12 accumulators (wide_tiles false): 8-row tiles
         // of a 3x3 convolution measured 2x slower than 6-row ones.
         const int64_t wide = opts_.wide_vector_bytes / std::max(4, itemsize);
-        if (reduce_ && wide > width && broadcast_along(i) && n >= 2 * wide &&
+        const int64_t wide_padded = (n + wide - 1) / wide * wide;
+        if (reduce_ && wide > width && broadcast_along(i) &&
+            (n >= 2 * wide || (wide_padded - n) * 8 <= wide_padded) &&
             store->src(0)->dtype().ScalarSize() == 4) {
           width = wide;
           wide_tiles = !HasWindow();
@@ -413,12 +415,16 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
             reduce_ && knobs.two_vectors && broadcast_along(i) && n > 2 * width ? 2 * width : width;
         const int64_t padded = (n + unit - 1) / unit * unit;
         int64_t w = pick(n);
-        if ((w < width || n % unit != 0) && width >= 4 && n > width &&
-            (!w || (padded - n) * 8 <= padded)) {
+        const bool little_waste = (padded - n) * 8 <= padded;
+        if ((w < width || n % unit != 0) && width >= 4 &&
+            (n > width ? !w || little_waste : reduce_ && little_waste)) {
           // An axis that is not a multiple of the vector width (a padded row
           // of 162, 6625 classes, 100 columns): round it up when that wastes
-          // at most 1/8 of the lanes (or nothing else vectorizes); the tail
-          // lanes are masked off in every load and store.
+          // at most 1/8 of the lanes (or, past one vector, nothing else
+          // vectorizes); the tail lanes are masked off in every load and
+          // store. A row shorter than one vector (a 7x7 feature map) only in
+          // a reduce, which is bound by its FMAs. (clang 14 fails to select
+          // some masked index arithmetic of 8-lane elementwise kernels.)
           if (PadGlobal(i, padded).ok()) w = width;
         }
         if (w && ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
@@ -496,8 +502,12 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
       // 12 accumulators of 16 registers; 16 of 32 for 512-bit matmul tiles
       // (8 rows of a 3x3 convolution measured 2x slower than 6).
       const int64_t accs = wide_tiles && opts_.vector_registers >= 32 ? 16 : 12;
-      try_amounts = accs >= 16 ? std::vector<int64_t>{8, 6, 5, 4, 3, 2}
-                               : std::vector<int64_t>{6, 5, 4, 3, 2};
+      // A reused vector operand of one vector per tile row (a 7- or 8-wide
+      // feature map) fills the accumulators with more rows: 8 or 12 of one
+      // vector (the budget below rejects them for wider rows).
+      try_amounts = accs >= 16             ? std::vector<int64_t>{8, 6, 5, 4, 3, 2}
+                    : reuse_score(i) == 2 ? std::vector<int64_t>{12, 8, 6, 5, 4, 3, 2}
+                                          : std::vector<int64_t>{6, 5, 4, 3, 2};
       budget = std::max<int64_t>(budget, accs * full_shape_[vector_axis_]);
     }
     for (int64_t amt : try_amounts) {
