@@ -2,8 +2,8 @@
 // (innermost first) the output coordinate maps back to the input
 // (coordinate_transformation_mode, with the given scale, not out / in), then
 // nearest picks one input element (gather, or a zero-copy expand for integer
-// upsampling) and linear / cubic mix neighbours through an (out, in) weight
-// matrix computed on the host.
+// upsampling) and linear / cubic mix 2 / 4 neighbours, each an indexed load
+// scaled by a per-output coefficient computed on the host.
 #include <cmath>
 
 #include "engine/onnx/ops_common.h"
@@ -113,9 +113,14 @@ absl::StatusOr<Tensor> ResizeAxis(const OpContext& ctx, const Tensor& x, int64_t
       r = x.IndexSelect(axis, Iota1(ctx, idx));
     }
   } else {
-    if (s.out > (int64_t{1} << 26) / std::max<int64_t>(s.in, 1))
-      return Unsupported("interpolation matrix too large (output x input > 2^26 along one axis)");
-    std::vector<double> w(s.out * s.in, 0.0);
+    // Each output mixes n neighbours (2 linear, 4 cubic): n indexed loads,
+    // each scaled by its per-output coefficient -- O(output x n).
+    const int64_t n = a.mode == "linear" ? 2 : 4;
+    if (s.out > kMaxResizeAxis / n)
+      return Unsupported(absl::StrCat("output of ", s.out, " along one axis is too large (more than ",
+                                      kMaxResizeAxis / n, " for ", a.mode, ")"));
+    std::vector<std::vector<int64_t>> idx(n, std::vector<int64_t>(s.out));
+    std::vector<std::vector<double>> coef(n, std::vector<double>(s.out));
     bool identity = s.out == s.in;
     for (int64_t o = 0; o < s.out; ++o) {
       double c;
@@ -126,7 +131,7 @@ absl::StatusOr<Tensor> ResizeAxis(const OpContext& ctx, const Tensor& x, int64_t
       double ratio = c - f;
       if (ratio == 0) base -= 1, ratio = 1;
       std::vector<double> co = Coeffs(a, ratio);
-      int64_t n = static_cast<int64_t>(co.size()), first = base - (n / 2 - 1);
+      int64_t first = base - (n / 2 - 1);
       if (a.exclude_outside) {
         double sum = 0;
         for (int64_t j = 0; j < n; ++j) {
@@ -135,21 +140,22 @@ absl::StatusOr<Tensor> ResizeAxis(const OpContext& ctx, const Tensor& x, int64_t
         }
         for (double& v : co) v = sum != 0 ? v / sum : 0;
       }
-      for (int64_t j = 0; j < n; ++j)
-        w[o * s.in + std::clamp<int64_t>(first + j, 0, s.in - 1)] += co[j];
+      for (int64_t j = 0; j < n; ++j) {
+        idx[j][o] = std::clamp<int64_t>(first + j, 0, s.in - 1);
+        coef[j][o] = co[j];
+        identity &= co[j] == 0 || (co[j] == 1 && idx[j][o] == o);
+      }
     }
-    for (int64_t o = 0; identity && o < s.out; ++o)
-      for (int64_t i = 0; identity && i < s.in; ++i)
-        identity = w[o * s.in + i] == (o == i ? 1.0 : 0.0);
     if (identity && !any_outside) return x;
-    Shape ws(rank + 1, 1);
-    ws[axis] = s.out;
-    ws[axis + 1] = s.in;
-    HostTensor wh = HostTensor::FromDoubles(w, ws, x.dtype());
-    Tensor wt = Tensor::FromData(ctx.engine(), wh.data.data(), wh.data.size(), ws, x.dtype(),
-                                 ctx.device());
-    Tensor terms = Tensor::Where(wt.Ne(wt.ZerosLike()), x.Unsqueeze(axis) * wt, x.Scalar(0));
-    r = terms.Sum({axis + 1});
+    Shape cs(rank, 1);
+    cs[axis] = s.out;
+    for (int64_t j = 0; j < n; ++j) {
+      HostTensor ch = HostTensor::FromDoubles(coef[j], cs, x.dtype());
+      Tensor ct = Tensor::FromData(ctx.engine(), ch.data.data(), ch.data.size(), cs, x.dtype(),
+                                   ctx.device());
+      Tensor term = x.IndexSelect(axis, Iota1(ctx, idx[j])) * ct;
+      r = j == 0 ? term : r + term;
+    }
   }
   if (any_outside) {
     std::vector<int64_t> mask(outside.begin(), outside.end());

@@ -117,6 +117,50 @@ Tensor Tensor::Pool(const std::vector<int64_t>& kernel_in, const std::vector<int
 
 // ---------------- convolution ----------------
 
+namespace {
+
+// Drops the kernel taps that read only padding for every output (a dilated
+// convolution on a small map: rate 24 or 36 on a 16x16 map leaves only the
+// centre tap, a 1x1 convolution). The taps kept are a contiguous range
+// [lo, hi]; the padding shrinks by what the dropped taps covered, and where
+// it would turn negative the input is cropped instead. Exact: every output
+// reads the same input elements with the same weights.
+void CropDeadTaps(Tensor* x, Tensor* w, std::vector<int64_t>* kernel,
+                  const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                  Pads* padding) {
+  const size_t nd = kernel->size();
+  Pads wb, xb;
+  bool crop = false;
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t in = x->shape()[2 + i], k = (*kernel)[i], s = stride[i], d = dilation[i];
+    auto [p0, p1] = (*padding)[i];
+    const int64_t span = in + p0 + p1 - d * (k - 1) - 1;
+    wb.push_back({0, k});
+    xb.push_back({0, in});
+    if (span < 0 || p0 < 0 || p1 < 0) continue;  // Pool reports it
+    const int64_t last = span / s * s;  // padded position of the last output's window start
+    int64_t lo = 0, hi = k - 1;
+    while (lo <= hi && last + lo * d < p0) ++lo;    // tap lo reads below the input everywhere
+    while (hi >= lo && hi * d - p0 > in - 1) --hi;  // tap hi reads past it everywhere
+    if (lo > hi || (lo == 0 && hi == k - 1)) continue;
+    crop = true;
+    wb.back() = {lo, hi + 1};
+    (*kernel)[i] = hi - lo + 1;
+    int64_t q0 = p0 - lo * d, q1 = p1 - (k - 1 - hi) * d;
+    if (q0 < 0) xb.back().first = -q0, q0 = 0;
+    if (q1 < 0) xb.back().second = in + q1, q1 = 0;
+    (*padding)[i] = {q0, q1};
+  }
+  if (!crop) return;
+  Pads wall = {{0, w->shape()[0]}, {0, w->shape()[1]}}, xall = {{0, x->shape()[0]}, {0, x->shape()[1]}};
+  wall.insert(wall.end(), wb.begin(), wb.end());
+  xall.insert(xall.end(), xb.begin(), xb.end());
+  *w = w->Shrink(wall);
+  *x = x->Shrink(xall);
+}
+
+}  // namespace
+
 Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o) const {
   if (!ok()) return *this;
   if (!w_in.ok()) return w_in;
@@ -146,6 +190,7 @@ Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o
   DType t = PromoteTypes(dtype(), w_in.dtype());
   Tensor x = Cast(t), w = w_in.Cast(t);
   if (kiln::Prod(kernel) == 0) return Fail(*this, "conv: empty kernel");
+  CropDeadTaps(&x, &w, &kernel, stride, dilation, &padding);
   Tensor win = x.Pool(kernel, stride, dilation, padding);  // (N, Cin, *out, *k)
   if (!win.ok()) return win;
   Shape out(win.shape().begin() + 2, win.shape().begin() + 2 + nd);

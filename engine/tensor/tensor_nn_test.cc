@@ -143,6 +143,23 @@ TEST_P(NnTest, Conv2dStrideDilationPaddingBias) {
   CheckConv({{1, 2, 7, 5}, {3, 2, 3, 3}, {3, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, true});
 }
 
+// Taps that read only padding for every output are dropped (CropDeadTaps):
+// the result is the same convolution.
+TEST_P(NnTest, ConvDilatedPastTheInput) {
+  // Rate 6 on a 4x4 map, padding 6: only the centre tap reads the input.
+  CheckConv({{1, 3, 4, 4}, {2, 3, 3, 3}, {1, 1}, {6, 6}, {{6, 6}, {6, 6}}, 1, true});
+  // Rate 3 on 5 rows: the outer taps read some rows; asymmetric padding,
+  // stride 2, and a width where the first tap never reads (the padding of
+  // the kept taps turns negative, so the input is cropped).
+  CheckConv({{1, 2, 5, 3}, {2, 2, 3, 3}, {2, 1}, {3, 4}, {{3, 2}, {8, 0}}, 1, false});
+  CheckConv({{2, 2, 3, 7}, {4, 1, 3, 2}, {1, 2}, {5, 9}, {{5, 5}, {9, 0}}, 2, true});
+  CheckConv({{1, 1, 6}, {1, 1, 4}, {1}, {4}, {{9, 3}}, 1, false});
+  // One output whose first tap is padding: the kept tap's padding would be
+  // -5, so the input loses its first 5 elements instead.
+  CheckConv({{1, 2, 6}, {3, 2, 2}, {1}, {10}, {{5, 0}}, 1, true});
+  CheckConv({{1, 2, 6, 6}, {3, 2, 2, 2}, {1, 1}, {10, 10}, {{5, 0}, {0, 5}}, 1, true});
+}
+
 TEST_P(NnTest, ConvGroupsAndDepthwise) {
   CheckConv({{1, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, true});
   CheckConv({{2, 3, 6, 5}, {3, 1, 3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 1}}, 3, false});
