@@ -68,6 +68,25 @@ ConstValue Truncate(DType t, ConstValue v) {
   return Wrap(t, std::get<int64_t>(v));
 }
 
+bool EvalAluDefined(Op op, DType dtype, DType src_dtype) {
+  DType sd = src_dtype.IsVoid() ? dtype : src_dtype;
+  if (op == Op::kCast || op == Op::kWhere) return true;
+  DType t = IsComparison(op) ? sd : dtype;
+  switch (op) {
+    case Op::kNeg: case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kMax:
+    case Op::kCmpLt: case Op::kCmpNe: case Op::kCmpEq: case Op::kMulAcc:
+      return true;
+    case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kRecip:
+    case Op::kTrunc: case Op::kFDiv: case Op::kPow:
+      return t.IsFloat();
+    case Op::kIDiv: case Op::kMod: case Op::kAnd: case Op::kOr: case Op::kXor:
+    case Op::kShl: case Op::kShr:
+      return !t.IsFloat();
+    default:
+      return false;
+  }
+}
+
 ConstValue EvalAlu(Op op, DType dtype, const std::vector<ConstValue>& s, DType src_dtype) {
   DType sd = src_dtype.IsVoid() ? dtype : src_dtype;
   if (op == Op::kCast) {

@@ -241,6 +241,7 @@ std::vector<Rule> MakeRules() {
       [](const Match& m) -> UOpRef {
         const UOpRef& u = m.root();
         if (u->dtype().count != 1) return nullptr;
+        if (!EvalAluDefined(u->op(), u->dtype(), u->src(0)->dtype())) return nullptr;
         std::vector<ConstValue> v;
         for (const UOpRef& s : u->src()) {
           if (!s->IsConst()) return nullptr;

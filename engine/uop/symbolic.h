@@ -27,8 +27,14 @@ UOpRef Simplify(const UOpRef& u);
 
 // Evaluates one ALU op (or CAST) on constants with kiln's semantics (the same
 // as the interpreter device): results are rounded / wrapped to `dtype`.
+// Only for ops EvalAluDefined accepts (others CHECK-fail).
 ConstValue EvalAlu(Op op, DType dtype, const std::vector<ConstValue>& src,
                    DType src_dtype = dtypes::kVoid);
+// Whether EvalAlu defines `op` on these types: bitwise ops, shifts, IDIV and
+// MOD need integers (or bool), EXP2 .. TRUNC, FDIV and POW need floats. A
+// model can build the others (BitwiseAnd on float inputs): they are left
+// unfolded, for the device to refuse.
+bool EvalAluDefined(Op op, DType dtype, DType src_dtype = dtypes::kVoid);
 // Rounds / wraps a value to a dtype (float32 rounding, int wraparound...).
 ConstValue Truncate(DType dtype, ConstValue v);
 

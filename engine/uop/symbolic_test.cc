@@ -152,5 +152,33 @@ TEST_F(SymbolicTest, ConstantFoldingSemantics) {
   EXPECT_EQ(Simplify(UOp::ConstFloat(2.0) * UOp::ConstFloat(3.0)), UOp::ConstFloat(6.0));
 }
 
+// A model can build ops EvalAlu does not define (ONNX BitwiseAnd / BitShift
+// on float inputs, through Tensor::BitwiseAnd): constant folding leaves them
+// for the device to refuse with a Status. It used to CHECK-fail in EvalAlu.
+TEST_F(SymbolicTest, ConstantFoldingSkipsOpsUndefinedOnTheType) {
+  UOpRef x = UOp::ConstFloat(1.5), y = UOp::ConstFloat(3.0);
+  for (Op op : {Op::kAnd, Op::kOr, Op::kXor, Op::kShl, Op::kShr, Op::kIDiv, Op::kMod}) {
+    UOpRef e = Alu(op, {x, y});
+    EXPECT_FALSE(EvalAluDefined(op, dtypes::kFloat32)) << OpName(op);
+    EXPECT_EQ(Simplify(e), e) << OpName(op);
+    // Inside a foldable expression too.
+    UOpRef c = UOp::Make(Op::kCast, dtypes::kInt32, {e}) + UOp::ConstInt(1, dtypes::kInt32);
+    EXPECT_FALSE(Simplify(c)->IsConst()) << OpName(op);
+  }
+  UOpRef i = UOp::ConstInt(4, dtypes::kInt32);
+  for (Op op : {Op::kExp2, Op::kLog2, Op::kSin, Op::kSqrt, Op::kRecip, Op::kTrunc}) {
+    UOpRef e = Alu(op, {i});
+    EXPECT_FALSE(EvalAluDefined(op, dtypes::kInt32)) << OpName(op);
+    EXPECT_EQ(Simplify(e), e) << OpName(op);
+  }
+  EXPECT_EQ(Simplify(Alu(Op::kFDiv, {i, i})), Alu(Op::kFDiv, {i, i}));
+  EXPECT_EQ(Simplify(Alu(Op::kPow, {i, i})), Alu(Op::kPow, {i, i}));
+  // Defined combinations still fold.
+  EXPECT_TRUE(EvalAluDefined(Op::kAnd, dtypes::kInt32));
+  EXPECT_TRUE(EvalAluDefined(Op::kCmpLt, dtypes::kBool, dtypes::kFloat32));
+  EXPECT_EQ(Simplify(Alu(Op::kXor, {i, UOp::ConstInt(1, dtypes::kInt32)})),
+            UOp::ConstInt(5, dtypes::kInt32));
+}
+
 }  // namespace
 }  // namespace kiln
