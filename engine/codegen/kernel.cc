@@ -460,9 +460,16 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
   if (!reduce_) return;
   // 3. Reuse: upcast global axes along which some input is broadcast (stride
   //    0), so one load feeds several accumulators (matmul register tiling).
-  if (knobs.two_vectors && vec_axis >= 0 && broadcast_along(vec_axis) &&
-      full_shape_[vec_axis] % 2 == 0)
-    (void)ApplyOpt({OptOp::kUpcast, vec_axis, 2});
+  //    A row of one vector feeds its accumulators at one load per FMA
+  //    (the weight broadcasts): take 2, else 3 or 5 vectors per tile row (a
+  //    40-wide feature map is 5 vectors of 8).
+  if (knobs.two_vectors && vec_axis >= 0 && broadcast_along(vec_axis)) {
+    for (int64_t amt : {2, 3, 5})
+      if (full_shape_[vec_axis] % amt == 0) {
+        (void)ApplyOpt({OptOp::kUpcast, vec_axis, amt});
+        break;
+      }
+  }
   // Prefer axes along which a vector load is broadcast (a convolution's
   // input along its output channels): each such load then feeds several
   // accumulators; a broadcast scalar (a weight) is cheap to reload.

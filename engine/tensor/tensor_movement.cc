@@ -9,6 +9,8 @@
 
 namespace kiln {
 namespace {
+constexpr size_t kMaxStackedViews = 4;
+
 Tensor Fail(const Tensor& t, const std::string& msg) {
   return TensorInternal::ErrorLike(t, absl::InvalidArgumentError(msg));
 }
@@ -41,6 +43,10 @@ Tensor Tensor::ViewOp(const std::function<ShapeTracker(const ShapeTracker&)>& op
   const UOpRef& u = uop();
   if (u->op() != Op::kView) return View(op(ShapeTracker::FromShape(shape())));
   ShapeTracker st = op(*StOf(*u));
+  // Movements that do not merge stack views, and indexing through a stack
+  // costs time exponential in its height (a model of 30 Transpose + Reshape
+  // pairs took minutes): past kMaxStackedViews, copy the tensor first.
+  if (st.views().size() > kMaxStackedViews) return Contiguous().ViewOp(op);
   const UOpRef& base = u->src(0);
   if (st.contiguous() && base->op() == Op::kBuffer && st.shape() == Shape{BufferOf(*base).size()})
     return Derive(base, st.shape(), dtype());

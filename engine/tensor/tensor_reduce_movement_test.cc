@@ -52,6 +52,27 @@ class ReduceMovementTest : public DeviceTest {
   }
 };
 
+// Transpose + reshape pairs that cannot merge into one view: the stack of
+// views is capped (a copy), so 40 pairs stay fast and exact. Uncapped, the
+// index expression grows exponentially (30 pairs took minutes).
+TEST_P(ReduceMovementTest, UnmergeableMovementsStayFast) {
+  std::vector<float> x = Mixed(6);
+  std::vector<double> want(x.begin(), x.end());
+  Tensor t = T(x, {2, 3});
+  for (int i = 0; i < 40; ++i) {
+    t = t.Permute({1, 0}).Reshape({2, 3});
+    std::vector<double> next(6);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 2; ++c) next[r * 2 + c] = want[c * 3 + r];
+    want = next;
+  }
+  Check(t + 1.0, [&] {
+    std::vector<double> w = want;
+    for (double& v : w) v += 1;
+    return w;
+  }());
+}
+
 TEST_P(ReduceMovementTest, ReductionsOverAxes) {
   Shape s = {2, 3, 5};
   std::vector<float> x = Mixed(30);
