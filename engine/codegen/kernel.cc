@@ -512,8 +512,8 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
       // A reused vector operand of one vector per tile row (a 7- or 8-wide
       // feature map) fills the accumulators with more rows: 8 or 12 of one
       // vector (the budget below rejects them for wider rows).
-      try_amounts = accs >= 16             ? std::vector<int64_t>{8, 6, 5, 4, 3, 2}
-                    : reuse_score(i) == 2 ? std::vector<int64_t>{12, 8, 6, 5, 4, 3, 2}
+      try_amounts = accs >= 16             ? std::vector<int64_t>{8, 7, 6, 5, 4, 3, 2}
+                    : reuse_score(i) == 2 ? std::vector<int64_t>{12, 8, 7, 6, 5, 4, 3, 2}
                                           : std::vector<int64_t>{6, 5, 4, 3, 2};
       budget = std::max<int64_t>(budget, accs * full_shape_[vector_axis_]);
     }
