@@ -263,6 +263,14 @@ TEST_P(ElementwiseTest, LogicalAndBitwise) {
   Check((u.ShiftLeft(Of<uint8_t>({1, 1}, dtypes::kUInt8))), {0xe0, 0x02});
   Check((u.ShiftRight(Of<uint8_t>({4, 7}, dtypes::kUInt8))), {0x0f, 0x01});
   Check((u.BitwiseXor(Of<uint8_t>({0xff, 0x01}, dtypes::kUInt8))), {0x0f, 0x80});
+  // Float operands are an error with a message, not a kernel the device
+  // compiler refuses.
+  for (Tensor bad : {a.BitwiseAnd(b), a.BitwiseOr(x), x.BitwiseXor(a), a.ShiftLeft(s),
+                     s.ShiftRight(a), a.BitwiseNot()}) {
+    EXPECT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("needs integer or bool operands"), std::string::npos)
+        << bad.status();
+  }
 }
 
 TEST_P(ElementwiseTest, Where) {
