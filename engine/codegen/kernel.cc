@@ -409,14 +409,16 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
           width = wide;
           wide_tiles = !HasWindow();
         }
-        // A matmul-like reduce takes two vectors per tile row (step 3): round
-        // up to two vectors then.
-        const int64_t unit =
-            reduce_ && knobs.two_vectors && broadcast_along(i) && n > 2 * width ? 2 * width : width;
-        const int64_t padded = (n + unit - 1) / unit * unit;
+        // A matmul-like reduce takes 2, 3 or 5 vectors per tile row (step 3):
+        // round up to a vector count it can tile (17 -> 3 vectors of 8, 7 -> 8).
+        int64_t vecs = (n + width - 1) / width;
+        if (reduce_ && knobs.two_vectors && broadcast_along(i) && n > 2 * width && vecs % 2 != 0 &&
+            vecs % 3 != 0 && vecs % 5 != 0)
+          ++vecs;
+        const int64_t padded = vecs * width;
         int64_t w = pick(n);
         const bool little_waste = (padded - n) * 8 <= padded;
-        if ((w < width || n % unit != 0) && width >= 4 &&
+        if ((w < width || n != padded) && width >= 4 &&
             (n > width ? !w || little_waste : reduce_ && little_waste)) {
           // An axis that is not a multiple of the vector width (a padded row
           // of 162, 6625 classes, 100 columns): round it up when that wastes
