@@ -419,15 +419,6 @@ Tensor Tensor::Trunc() const {
 namespace {
 // Float ops on integer tensors compute in float32.
 Tensor AsFloat(const Tensor& t) { return t.dtype().IsFloat() ? t : t.Cast(dtypes::kFloat32); }
-
-// Bitwise ops and shifts are defined on integers and bool: a float operand
-// is an error here, not a kernel that the device compiler refuses.
-absl::Status IntegerOperands(const Tensor& a, const Tensor& b, const char* op) {
-  if (!a.ok() || !b.ok() || (!a.dtype().IsFloat() && !b.dtype().IsFloat()))
-    return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(op, ": needs integer or bool operands, got ",
-                                                 a.dtype().Name(), " and ", b.dtype().Name()));
-}
 }  // namespace
 
 DType FloatType(DType t) { return t.IsFloat() ? t : dtypes::kFloat32; }
@@ -455,26 +446,20 @@ Tensor Tensor::Eq(const Tensor& o) const { return Binary(Op::kCmpEq, o, true); }
 Tensor Tensor::Ne(const Tensor& o) const { return Binary(Op::kCmpNe, o, true); }
 Tensor Tensor::Le(const Tensor& o) const { return Lt(o).LogicalOr(Eq(o)); }
 Tensor Tensor::Ge(const Tensor& o) const { return Gt(o).LogicalOr(Eq(o)); }
-Tensor Tensor::BitwiseAnd(const Tensor& o) const {
-  absl::Status bad = IntegerOperands(*this, o, "bitwise_and");
-  return bad.ok() ? Binary(Op::kAnd, o) : FromError(*this, bad);
+// Bitwise ops and shifts are defined on integers and bool: a float operand
+// is an error here, not a kernel that the device compiler refuses.
+Tensor Tensor::IntegerBinary(Op op, const Tensor& o, const char* name) const {
+  if (ok() && o.ok() && (dtype().IsFloat() || o.dtype().IsFloat()))
+    return FromError(*this, absl::InvalidArgumentError(
+                                absl::StrCat(name, ": needs integer or bool operands, got ",
+                                             dtype().Name(), " and ", o.dtype().Name())));
+  return Binary(op, o);
 }
-Tensor Tensor::BitwiseOr(const Tensor& o) const {
-  absl::Status bad = IntegerOperands(*this, o, "bitwise_or");
-  return bad.ok() ? Binary(Op::kOr, o) : FromError(*this, bad);
-}
-Tensor Tensor::BitwiseXor(const Tensor& o) const {
-  absl::Status bad = IntegerOperands(*this, o, "bitwise_xor");
-  return bad.ok() ? Binary(Op::kXor, o) : FromError(*this, bad);
-}
-Tensor Tensor::ShiftLeft(const Tensor& o) const {
-  absl::Status bad = IntegerOperands(*this, o, "shift_left");
-  return bad.ok() ? Binary(Op::kShl, o) : FromError(*this, bad);
-}
-Tensor Tensor::ShiftRight(const Tensor& o) const {
-  absl::Status bad = IntegerOperands(*this, o, "shift_right");
-  return bad.ok() ? Binary(Op::kShr, o) : FromError(*this, bad);
-}
+Tensor Tensor::BitwiseAnd(const Tensor& o) const { return IntegerBinary(Op::kAnd, o, "bitwise_and"); }
+Tensor Tensor::BitwiseOr(const Tensor& o) const { return IntegerBinary(Op::kOr, o, "bitwise_or"); }
+Tensor Tensor::BitwiseXor(const Tensor& o) const { return IntegerBinary(Op::kXor, o, "bitwise_xor"); }
+Tensor Tensor::ShiftLeft(const Tensor& o) const { return IntegerBinary(Op::kShl, o, "shift_left"); }
+Tensor Tensor::ShiftRight(const Tensor& o) const { return IntegerBinary(Op::kShr, o, "shift_right"); }
 Tensor Tensor::LogicalAnd(const Tensor& o) const {
   return Cast(dtypes::kBool).Binary(Op::kAnd, o.Cast(dtypes::kBool));
 }

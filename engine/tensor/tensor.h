@@ -317,6 +317,8 @@ class Tensor {
   static Tensor FromError(const Tensor& like, absl::Status s);
   Tensor Elementwise(Op op, const std::vector<Tensor>& srcs, DType dtype) const;
   Tensor Binary(Op op, const Tensor& o, bool bool_result = false) const;
+  // Binary for bitwise ops and shifts: integer or bool operands only.
+  Tensor IntegerBinary(Op op, const Tensor& o, const char* name) const;
   // Applies `st`, a tracker over this tensor's shape, as a new view.
   Tensor View(const ShapeTracker& st) const;
   // Applies a movement op to this tensor's own tracker (keeps one view when

@@ -1,0 +1,278 @@
+// Hand-coded optimizations for the CPU (C renderer), in order:
+//   1. vectorize the output axis the store is contiguous along (512-bit
+//      rows for matmul-like reduces when padding to them wastes <= 1/8; a
+//      row that is no multiple of the vector is padded, the tail masked);
+//   2. or vectorize a reduce axis every inner load reads contiguously;
+//   3. register tiles: 2, 3 or 5 vectors per tile row, and rows along the
+//      axes that reuse a broadcast operand (output channels), up to 12
+//      accumulators (16 for 512-bit matmul tiles);
+//   3b. sliding windows: window rows unrolled so input rows load once a tile;
+//   4. a small unroll of the innermost reduce loop;
+//   5. loop order: largest tiles outermost when an axis reuses a vector.
+// BEAM (engine/realize/beam.h) times variants of these choices (HeuristicKnobs).
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "engine/base/flags.h"
+#include "engine/codegen/kernel.h"
+
+namespace kiln {
+
+void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
+  if (Env().noopt || ndim() == 0) return;
+  if (opts_.gpu) {
+    GpuOptimizations();
+    return;
+  }
+  const UOp* store = ast_->src(0).get();
+  int itemsize = std::max(1, store->src(0)->dtype().ItemSize());
+  int64_t width = std::max(1, opts_.vector_bytes / std::max(4, itemsize));
+  if (!opts_.supports_float16 && store->src(0)->dtype().ScalarSize() == 2 &&
+      store->src(0)->dtype().IsFloat())
+    width = std::min<int64_t>(width, 8);
+  auto pick = [&](int64_t size) -> int64_t {
+    for (int64_t w = width; w >= 4; w /= 2)
+      if (size % w == 0) return w;
+    return 0;
+  };
+  std::vector<int64_t> out_strides;
+  bool store_plain = Strides(store, &out_strides);
+  // 1. Vectorize the global axis the output is contiguous along.
+  int vec_axis = -1;
+  // Loads along `axis` are vector loads or broadcasts (not gathers).
+  // Only the loads inside the reduce loop matter: one after it (a residual
+  // add read transposed) runs once per output vector, a gather is fine there.
+  std::set<const UOp*> inner;
+  if (reduce_)
+    for (const UOp* u : Toposort(reduce_->src(0))) inner.insert(u);
+  auto loads_vectorize = [&](int axis) {
+    for (const UOp* m : mems_) {
+      if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
+      std::vector<int64_t> st;
+      // Stride 2 (a strided convolution's window) loads two vectors and
+      // shuffles (see SpanLoad in lowerer.cc).
+      if (!Strides(m, &st) || st[axis] < 0 || st[axis] > 2) return false;
+    }
+    return true;
+  };
+  // Some input is broadcast along `axis` (stride 0): upcasting it reuses loads.
+  auto broadcast_along = [&](int axis) {
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m != store && Strides(m, &st) && st[axis] == 0 && full_shape_[axis] > 1) return true;
+    }
+    return false;
+  };
+  bool wide_tiles = false;  // 512-bit matmul tiles (16 accumulators, step 3)
+  if (store_plain) {
+    for (int i = first_reduce_ - 1; i >= 0; --i) {
+      if (out_strides[i] == 1) {
+        if (reduce_ && !loads_vectorize(i)) break;
+        const int64_t n = full_shape_[i];
+        // A matmul-like reduce (some input broadcast along the output row)
+        // is bound by the FMA rate: the widest vectors, when the row holds
+        // two of them. Sliding windows (3x3 / depthwise convolutions) take
+        // them too but keep 12 accumulators (wide_tiles false): 8-row tiles
+        // of a 3x3 convolution measured 2x slower than 6-row ones.
+        const int64_t wide = opts_.wide_vector_bytes / std::max(4, itemsize);
+        const int64_t wide_padded = (n + wide - 1) / wide * wide;
+        if (reduce_ && wide > width && broadcast_along(i) &&
+            (n >= 2 * wide || (wide_padded - n) * 8 <= wide_padded) &&
+            store->src(0)->dtype().ScalarSize() == 4) {
+          width = wide;
+          wide_tiles = !HasWindow();
+        }
+        // A matmul-like reduce takes 2, 3 or 5 vectors per tile row (step 3):
+        // round up to a vector count it can tile (17 -> 3 vectors of 8, 7 -> 8).
+        int64_t vecs = (n + width - 1) / width;
+        if (reduce_ && knobs.two_vectors && broadcast_along(i) && n > 2 * width && vecs % 2 != 0 &&
+            vecs % 3 != 0 && vecs % 5 != 0)
+          ++vecs;
+        const int64_t padded = vecs * width;
+        int64_t w = pick(n);
+        const bool little_waste = (padded - n) * 8 <= padded;
+        if ((w < width || n != padded) && width >= 4 &&
+            (n > width ? !w || little_waste : reduce_ && little_waste)) {
+          // An axis that is not a multiple of the vector width (a padded row
+          // of 162, 6625 classes, 100 columns): round it up when that wastes
+          // at most 1/8 of the lanes (or, past one vector, nothing else
+          // vectorizes); the tail lanes are masked off in every load and
+          // store. A row shorter than one vector (a 7x7 feature map) only in
+          // a reduce, which is bound by its FMAs. (clang 14 fails to select
+          // some masked index arithmetic of 8-lane elementwise kernels.)
+          if (PadGlobal(i, padded).ok()) w = width;
+        }
+        if (w && ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
+        break;
+      }
+    }
+  }
+  // 2. Or vectorize a reduce axis that the reduce input reads contiguously.
+  //    The innermost reduce axis that some load inside the loop reads
+  //    contiguously while every other such load reads it contiguously or
+  //    not at all (no gathers in the inner loop).
+  if (vec_axis < 0 && reduce_) {
+    for (int i = first_upcast() - 1; i >= first_reduce_; --i) {
+      bool contiguous = false, ok = true;
+      for (const UOp* m : mems_) {
+        std::vector<int64_t> st;
+        if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
+        if (!Strides(m, &st)) ok = false;
+        else if (st[i] == 1) contiguous = true;
+        else if (st[i] != 0) ok = false;
+      }
+      if (!contiguous || !ok) continue;
+      int64_t w = pick(full_shape_[i]);
+      if (!w && width >= 4 && full_shape_[i] > width) {
+        // A reduce over a length that is not a multiple of 4 (6625 classes):
+        // round it up; the extra lanes reduce the op's identity.
+        if (PadReduce(i, (full_shape_[i] + width - 1) / width * width).ok()) w = width;
+      }
+      if (w) (void)ApplyOpt({OptOp::kUnroll, i - first_reduce_, w, true});
+      break;
+    }
+  }
+  if (!reduce_) return;
+  // 3. Reuse: upcast global axes along which some input is broadcast (stride
+  //    0), so one load feeds several accumulators (matmul register tiling).
+  //    A row of one vector feeds its accumulators at one load per FMA
+  //    (the weight broadcasts): take 2, else 3 or 5 vectors per tile row (a
+  //    40-wide feature map is 5 vectors of 8).
+  if (knobs.two_vectors && vec_axis >= 0 && broadcast_along(vec_axis)) {
+    for (int64_t amt : {2, 3, 5})
+      if (full_shape_[vec_axis] % amt == 0) {
+        (void)ApplyOpt({OptOp::kUpcast, vec_axis, amt});
+        break;
+      }
+  }
+  // Prefer axes along which a vector load is broadcast (a convolution's
+  // input along its output channels): each such load then feeds several
+  // accumulators; a broadcast scalar (a weight) is cheap to reload.
+  // Without a vector axis, tile two axes (scalar accumulators) instead of one.
+  auto reuse_score = [&](int axis) {
+    int score = 0;
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m == store || !Strides(m, &st) || st[axis] != 0 || full_shape_[axis] <= 1) continue;
+      score = std::max(score, vector_axis_ >= 0 && (st[vector_axis_] == 1 || st[vector_axis_] == 2) ? 2 : 1);
+    }
+    return score;
+  };
+  std::vector<int> reuse_axes;
+  for (int i = first_reduce_ - 1; i >= 0; --i)
+    if (i != vec_axis && reuse_score(i) > 0) reuse_axes.push_back(i);
+  std::stable_sort(reuse_axes.begin(), reuse_axes.end(),
+                   [&](int a, int b) { return reuse_score(a) > reuse_score(b); });
+  int reuse_upcasts = knobs.reuse_axes >= 0 ? knobs.reuse_axes : vec_axis >= 0 ? 1 : 2;
+  std::vector<int64_t> amounts = {4, 3, 5, 2};
+  if (knobs.reuse_first > 0) amounts.insert(amounts.begin(), knobs.reuse_first);
+  for (int i : reuse_axes) {
+    if (reuse_upcasts == 0) break;
+    // A vector operand reused along `i` (a matmul / convolution tile): up to
+    // 12 vector accumulators. A 6x2 tile keeps both FMA pipes busy past
+    // their latency (4x2, 8 accumulators, measured 10-15% slower; 5x2 in
+    // between). Scalar reuse keeps the element budget.
+    // Likewise output rows of a stride-1 sliding window of 5 or more rows (a
+    // 5x5 depthwise convolution), whose input rows step 3b loads once per
+    // tile (3x3 windows measured slower with 6 rows than with 4).
+    bool slides = false;
+    for (int r = first_reduce_ + group_dims_; r < first_upcast(); ++r)
+      slides |= full_shape_[r] >= 5 && WindowStep(i, r) == 1;
+    std::vector<int64_t> try_amounts = amounts;
+    int64_t budget = opts_.max_upcast;
+    if (vec_axis >= 0 && (reuse_score(i) == 2 || slides) && knobs.reuse_first <= 0) {
+      // 12 accumulators of 16 registers; 16 of 32 for 512-bit matmul tiles
+      // (8 rows of a 3x3 convolution measured 2x slower than 6).
+      const int64_t accs = wide_tiles && opts_.vector_registers >= 32 ? 16 : 12;
+      // A reused vector operand of one vector per tile row (a 7- or 8-wide
+      // feature map) fills the accumulators with more rows: 8 or 12 of one
+      // vector (the budget below rejects them for wider rows).
+      try_amounts = accs >= 16             ? std::vector<int64_t>{8, 7, 6, 5, 4, 3, 2}
+                    : reuse_score(i) == 2 ? std::vector<int64_t>{12, 8, 7, 6, 5, 4, 3, 2}
+                                          : std::vector<int64_t>{6, 5, 4, 3, 2};
+      budget = std::max<int64_t>(budget, accs * full_shape_[vector_axis_]);
+    }
+    for (int64_t amt : try_amounts) {
+      if (full_shape_[i] % amt == 0 && ApplyOptWithin({OptOp::kUpcast, i, amt}, budget).ok()) {
+        --reuse_upcasts;
+        break;
+      }
+    }
+  }
+  // 3b. Sliding windows: a load whose reduce axis (a window row ky) moves
+  //     like an upcast tile axis (output rows) reads rows that neighbouring
+  //     tile rows read at other ky. Unrolling that reduce axis makes those
+  //     loads the same expression: each input row is loaded once per tile
+  //     and feeds every accumulator that needs it (a 5x5 depthwise
+  //     convolution with 4 rows per tile: 8 row loads instead of 20).
+  if (vec_axis >= 0) UnrollSlidingWindow();
+  // 4. Unroll the innermost reduce loop a little.
+  int last_reduce = first_upcast() - 1;
+  if (knobs.unroll > 1 && last_reduce >= first_reduce_ &&
+      full_shape_[last_reduce] >= 4 * knobs.unroll && full_shape_[last_reduce] % knobs.unroll == 0)
+    (void)ApplyOpt({OptOp::kUnroll, last_reduce - first_reduce_, knobs.unroll});
+  // 5. Loop order with register tiles. A tile column of the reused input
+  //    stays in cache while the axes that reuse it (score 2: a vector
+  //    operand broadcast along them, e.g. a convolution's output channels)
+  //    run inside: sort the global axes by tile size, largest outermost --
+  //    only when such an axis exists (a depthwise convolution reuses nothing
+  //    and keeps its row-major walk). Untiled leading axes without that
+  //    reuse (a batch) stay outermost: each image is walked once.
+  if (first_reduce_ >= 2 && upcasted_ > 1) {
+    std::vector<int64_t> tile(first_reduce_, 1);
+    for (const Opt& o : applied_)
+      if (o.op == OptOp::kUpcast) tile[o.axis] *= o.amount;
+    int keep = 0;
+    while (keep < first_reduce_ && tile[keep] == 1 && reuse_score(keep) < 2) ++keep;
+    bool reuse = false;
+    for (int a = keep; a < first_reduce_; ++a) reuse |= reuse_score(a) == 2;
+    std::vector<int> order(ndim());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin() + keep, order.begin() + first_reduce_,
+                     [&](int a, int b) { return tile[a] > tile[b]; });
+    bool identity = true;
+    for (int i = 0; i < ndim(); ++i) identity &= order[i] == i;
+    if (knobs.reorder && reuse && !identity) PermuteAll(order);
+  }
+}
+
+int64_t Kernel::WindowStep(int u, int r) const {
+  const UOp* store = ast_->src(0).get();
+  const int64_t k = full_shape_[r];
+  if (k < 2 || k > 7 || u == vector_axis_) return 0;
+  for (const UOp* m : mems_) {
+    std::vector<int64_t> st;
+    if (m == store || m->op() == Op::kValid || !Strides(m, &st) || st[r] <= 0) continue;
+    if (st[u] <= 0 || st[u] % st[r] != 0) continue;
+    const int64_t step = st[u] / st[r];
+    if (step < k) return step;
+  }
+  return 0;
+}
+
+bool Kernel::HasWindow() const {
+  for (int r = first_reduce_; r < first_upcast(); ++r)
+    for (int u = 0; u < first_reduce_; ++u)
+      if (WindowStep(u, r) > 0) return true;
+  return false;
+}
+
+void Kernel::UnrollSlidingWindow() {
+  for (int r = first_reduce_ + group_dims_; r < first_upcast(); ++r) {
+    const int64_t k = full_shape_[r];
+    bool reuse = false;
+    for (int u = first_upcast(); u < ndim() && !reuse; ++u) {
+      // Tile rows u read rows u * step + ky: (n - 1) * step + k distinct
+      // rows instead of n * k.
+      const int64_t step = WindowStep(u, r), n = full_shape_[u];
+      reuse = step >= 1 && ((n - 1) * step + k) * 4 <= n * k * 3;
+    }
+    if (!reuse) continue;
+    // The unrolled copies add loads and FMAs, not accumulators.
+    (void)ApplyOptWithin({OptOp::kUnroll, r - first_reduce_, k}, 8 * opts_.max_upcast);
+    return;
+  }
+}
+
+}  // namespace kiln
