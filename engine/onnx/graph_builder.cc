@@ -86,6 +86,13 @@ OnnxValue ConstantValue(HostTensor h, Engine* e, const std::string& device) {
   return v;
 }
 
+OnnxValue ConstantValue(DType dtype, Shape shape, absl::string_view bytes, Engine* e,
+                        const std::string& device) {
+  if (Prod(shape) <= kHostKeepLimit)
+    return ConstantValue(HostTensor::FromBytes(dtype, std::move(shape), bytes.data()), e, device);
+  return OnnxValue::FromTensor(Tensor::FromData(e, bytes.data(), bytes.size(), shape, dtype, device));
+}
+
 GraphBuilder::GraphBuilder(Options options) : options_(std::move(options)) {
   if (options_.registry == nullptr) options_.registry = &StandardOps();
 }

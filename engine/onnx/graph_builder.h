@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/onnx/op_context.h"
 #include "engine/onnx/op_registry.h"
 
@@ -130,6 +131,10 @@ std::string NodeLabel(const onnx::NodeProto& node);
 // A constant as a value: uploaded to `device`, plus a host copy when it has
 // at most kHostKeepLimit elements.
 OnnxValue ConstantValue(HostTensor h, Engine* e, const std::string& device);
+// The same from stored bytes (Prod(shape) elements of dtype), without a host
+// copy when the constant is too large to keep one.
+OnnxValue ConstantValue(DType dtype, Shape shape, absl::string_view bytes, Engine* e,
+                        const std::string& device);
 
 }  // namespace kiln
 

@@ -55,6 +55,15 @@ HostTensor::HostTensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
   data.assign(static_cast<size_t>(std::max<int64_t>(numel(), 0)) * dtype.ItemSize(), 0);
 }
 
+HostTensor HostTensor::FromBytes(DType t, Shape s, const void* bytes) {
+  HostTensor h;
+  h.dtype = t;
+  h.shape = std::move(s);
+  const auto* p = static_cast<const uint8_t*>(bytes);
+  h.data.assign(p, p + static_cast<size_t>(std::max<int64_t>(h.numel(), 0)) * t.ItemSize());
+  return h;
+}
+
 absl::StatusOr<HostTensor> HostTensor::Zeros(DType t, Shape s, int64_t limit,
                                              const std::string& what) {
   RETURN_IF_ERROR(CheckedNumel(s, limit, what).status());

@@ -46,6 +46,9 @@ struct HostTensor {
   // Zero-filled. The caller has checked the shape (CheckedNumel): this
   // allocates Prod(s) elements.
   HostTensor(DType t, Shape s);
+  // A copy of `bytes`, which hold exactly Prod(s) elements of t (checked by
+  // the caller); no zero fill first.
+  static HostTensor FromBytes(DType t, Shape s, const void* bytes);
   // Zero-filled, after CheckedNumel(s, limit).
   static absl::StatusOr<HostTensor> Zeros(DType t, Shape s, int64_t limit = kMaxHostElements,
                                           const std::string& what = "a host value");

@@ -96,10 +96,22 @@ absl::Status OutOfMemory(const std::string& what, const std::exception& e) {
 }
 
 // A constant's value, failing when its upload failed.
-absl::StatusOr<OnnxValue> CheckedConstant(HostTensor h, Engine* e, const std::string& device) {
-  OnnxValue v = ConstantValue(std::move(h), e, device);
+absl::StatusOr<OnnxValue> Checked(OnnxValue v) {
   if (v.tensor && !v.tensor->ok()) return v.tensor->status();
   return v;
+}
+absl::StatusOr<OnnxValue> CheckedConstant(HostTensor h, Engine* e, const std::string& device) {
+  return Checked(ConstantValue(std::move(h), e, device));
+}
+
+// An initializer's value: raw_data and external data go to the device
+// straight from the proto / file bytes (no host copy of large weights).
+absl::StatusOr<OnnxValue> InitializerValue(const onnx::TensorProto& t, const std::string& base_dir,
+                                           Engine* e, const std::string& device) {
+  ASSIGN_OR_RETURN(std::optional<TensorBytes> b, TensorBytesFromProto(t, base_dir));
+  if (b) return Checked(ConstantValue(b->dtype, std::move(b->shape), b->bytes, e, device));
+  ASSIGN_OR_RETURN(HostTensor h, HostTensorFromProto(t, base_dir));
+  return CheckedConstant(std::move(h), e, device);
 }
 
 }  // namespace
@@ -180,11 +192,7 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
   const onnx::GraphProto& g = mp.graph();
   std::set<std::string> init_names;
   for (const onnx::TensorProto& t : g.initializer()) {
-    auto h = HostTensorFromProto(t, base_dir);
-    if (!h.ok())
-      return absl::Status(h.status().code(),
-                          absl::StrCat("initializer '", t.name(), "': ", h.status().message()));
-    auto v = CheckedConstant(std::move(*h), engine_, device_);
+    auto v = InitializerValue(t, base_dir, engine_, device_);
     if (!v.ok())
       return absl::Status(v.status().code(),
                           absl::StrCat("initializer '", t.name(), "': ", v.status().message()));

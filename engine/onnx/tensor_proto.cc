@@ -85,7 +85,8 @@ int64_t PhysicalMemory() {
 
 // Reads `length` bytes at `offset` of an external data file (length < 0: to
 // the end of the file); the range must hold exactly `want` bytes.
-absl::StatusOr<std::string> ReadExternal(const std::string& path, int64_t offset, int64_t length,
+absl::StatusOr<std::unique_ptr<char[]>> ReadExternal(const std::string& path, int64_t offset,
+                                                     int64_t length,
                                          int64_t want) {
   int64_t size = 0;
   ASSIGN_OR_RETURN(int fd_num, OpenRegular(path, "external data file", &size));
@@ -101,12 +102,14 @@ absl::StatusOr<std::string> ReadExternal(const std::string& path, int64_t offset
   if (length != want)
     return absl::InvalidArgumentError(absl::StrCat("external data has ", length,
                                                    " bytes, the shape needs ", want));
-  std::string out(static_cast<size_t>(length), '\0');
-  RETURN_IF_ERROR(ReadAt(fd.get(), offset, length, out.data(), path));
+  // Not zero-filled first: the read overwrites every byte or fails.
+  std::unique_ptr<char[]> out(new char[static_cast<size_t>(length)]);
+  RETURN_IF_ERROR(ReadAt(fd.get(), offset, length, out.get(), path));
   return out;
 }
 
-absl::StatusOr<std::string> ExternalBytes(const TensorProto& p, const std::string& base_dir,
+absl::StatusOr<std::unique_ptr<char[]>> ExternalBytes(const TensorProto& p,
+                                                      const std::string& base_dir,
                                           int64_t want) {
   std::string location;
   int64_t offset = 0, length = -1;
@@ -189,46 +192,72 @@ std::string OnnxTypeName(int t) {
   return absl::StrCat("type ", t);
 }
 
-absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::string& base_dir) {
+namespace {
+
+// "tensor 'name': message" (or "tensor: ...").
+absl::Status Described(const TensorProto& p, const absl::Status& s) {
   std::string what = p.name().empty() ? "tensor" : absl::StrCat("tensor '", p.name(), "'");
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+struct CheckedTensor {
+  DType dtype;
+  Shape shape;
+  int64_t numel = 0;
+  size_t nbytes = 0;
+};
+
+// The element type and shape of `p`, checked before anything is allocated.
+absl::StatusOr<CheckedTensor> CheckTensor(const TensorProto& p) {
   std::optional<DType> dt = DTypeFromOnnx(p.data_type());
   if (!dt)
-    return absl::UnimplementedError(absl::StrCat(what, ": element type ",
-                                                 OnnxTypeName(p.data_type()),
-                                                 " is not supported"));
-  if (p.has_segment())
-    return absl::UnimplementedError(absl::StrCat(what, ": segmented tensors are not supported"));
-  Shape shape(p.dims().begin(), p.dims().end());
-  auto fail = [&](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
-  };
-  // The element count, checked before anything is allocated.
-  auto checked = CheckedNumel(shape, int64_t{1} << 40, "the tensor");
-  if (!checked.ok()) return fail(checked.status());
-  const int64_t numel = *checked;
-  const size_t nbytes = static_cast<size_t>(numel) * dt->ItemSize();
+    return absl::UnimplementedError(
+        absl::StrCat("element type ", OnnxTypeName(p.data_type()), " is not supported"));
+  if (p.has_segment()) return absl::UnimplementedError("segmented tensors are not supported");
+  CheckedTensor c{*dt, Shape(p.dims().begin(), p.dims().end())};
+  ASSIGN_OR_RETURN(c.numel, CheckedNumel(c.shape, int64_t{1} << 40, "the tensor"));
+  c.nbytes = static_cast<size_t>(c.numel) * dt->ItemSize();
   // Checked before anything is read or allocated (external data can name a
   // huge sparse file).
-  if (static_cast<int64_t>(nbytes) > PhysicalMemory())
-    return fail(absl::ResourceExhaustedError(
-        absl::StrCat("the tensor needs ", nbytes, " bytes, more than this machine's memory (",
-                     PhysicalMemory(), " bytes)")));
+  if (static_cast<int64_t>(c.nbytes) > PhysicalMemory())
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the tensor needs ", c.nbytes, " bytes, more than this machine's memory (",
+                     PhysicalMemory(), " bytes)"));
+  return c;
+}
 
+absl::StatusOr<std::optional<TensorBytes>> TensorBytesUndescribed(const TensorProto& p,
+                                                                  const std::string& base_dir) {
+  ASSIGN_OR_RETURN(CheckedTensor c, CheckTensor(p));
+  TensorBytes out{c.dtype, std::move(c.shape)};
   if (p.data_location() == TensorProto::EXTERNAL) {
-    auto bytes = ExternalBytes(p, base_dir, static_cast<int64_t>(nbytes));
-    if (!bytes.ok()) return fail(bytes.status());
-    HostTensor h(*dt, shape);
-    if (nbytes) std::memcpy(h.data.data(), bytes->data(), nbytes);
-    return h;
+    ASSIGN_OR_RETURN(out.owned, ExternalBytes(p, base_dir, static_cast<int64_t>(c.nbytes)));
+    out.bytes = absl::string_view(out.owned.get(), c.nbytes);
+    return out;
   }
-  if (p.has_raw_data()) {
-    if (p.raw_data().size() != nbytes)
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "raw_data has ", p.raw_data().size(), " bytes, the shape needs ", nbytes)));
-    HostTensor h(*dt, shape);
-    if (nbytes) std::memcpy(h.data.data(), p.raw_data().data(), nbytes);
-    return h;
-  }
+  if (!p.has_raw_data()) return std::nullopt;
+  if (p.raw_data().size() != c.nbytes)
+    return absl::InvalidArgumentError(absl::StrCat("raw_data has ", p.raw_data().size(),
+                                                   " bytes, the shape needs ", c.nbytes));
+  out.bytes = p.raw_data();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<TensorBytes>> TensorBytesFromProto(const TensorProto& p,
+                                                                const std::string& base_dir) {
+  absl::StatusOr<std::optional<TensorBytes>> b = TensorBytesUndescribed(p, base_dir);
+  if (!b.ok()) return Described(p, b.status());
+  return b;
+}
+
+absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::string& base_dir) {
+  ASSIGN_OR_RETURN(std::optional<TensorBytes> b, TensorBytesFromProto(p, base_dir));
+  if (b) return HostTensor::FromBytes(b->dtype, std::move(b->shape), b->bytes.data());
+  auto fail = [&](const absl::Status& s) { return Described(p, s); };
+  ASSIGN_OR_RETURN(CheckedTensor c, CheckTensor(p));  // passed above
+  const int64_t numel = c.numel;
   // Typed fields: the count must match before the tensor is allocated.
   const char* field = "int32_data";
   int count = p.int32_data_size();
@@ -243,7 +272,7 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
   if (count != numel)
     return fail(absl::InvalidArgumentError(
         absl::StrCat(field, " has ", count, " values, the shape needs ", numel)));
-  HostTensor h(*dt, shape);
+  HostTensor h(c.dtype, c.shape);
   absl::Status s;
   switch (p.data_type()) {
     case TensorProto::FLOAT:

@@ -9,10 +9,12 @@
 #ifndef KILN_ENGINE_ONNX_TENSOR_PROTO_H_
 #define KILN_ENGINE_ONNX_TENSOR_PROTO_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/base/dtype.h"
 #include "engine/onnx/host_tensor.h"
 
@@ -37,6 +39,20 @@ std::string OnnxTypeName(int onnx_type);
 // is refused (RESOURCE_EXHAUSTED) before anything is allocated.
 absl::StatusOr<HostTensor> HostTensorFromProto(const onnx::TensorProto& proto,
                                                const std::string& base_dir = "");
+
+// The stored bytes of a raw_data or external-data tensor, checked against
+// its element type and shape like HostTensorFromProto checks them: a view
+// into the proto for raw_data, the file's bytes read into `owned` for
+// external data. Uploading these directly skips a host copy of large
+// weights. nullopt for a tensor stored in typed fields (float_data, ...).
+struct TensorBytes {
+  DType dtype;
+  Shape shape;
+  absl::string_view bytes;
+  std::unique_ptr<char[]> owned;  // what `bytes` points into, for external data
+};
+absl::StatusOr<std::optional<TensorBytes>> TensorBytesFromProto(const onnx::TensorProto& proto,
+                                                                const std::string& base_dir = "");
 
 // Reads a serialized TensorProto file (the test_data_set_*/input_*.pb files
 // of ONNX's test suite). `name` (may be null) gets the proto's name field.

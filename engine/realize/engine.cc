@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "engine/base/flags.h"
 #include "engine/base/status.h"
 #include "engine/codegen/lowerer.h"
@@ -36,6 +37,17 @@ std::vector<int64_t> ParamExtents(const UOpRef& ast, int num_bufs) {
     ext[p] = std::max(ext[p], sz);
   }
   return ext;
+}
+
+// Kernels are rendered under this name, then renamed (Engine::Prepare).
+constexpr char kNamePlaceholder[] = "KILN_KERNEL_NAME_PLACEHOLDER";
+
+// 8 hex digits of a 64-bit FNV-1a hash of `source`: stable across
+// processes and builds, unlike std::hash.
+std::string SourceTag(const std::string& source) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : source) h = (h ^ c) * 1099511628211ull;
+  return absl::StrFormat("%08x", static_cast<uint32_t>(h ^ (h >> 32)));
 }
 
 // The highest buffer parameter number of a kernel AST.
@@ -194,15 +206,96 @@ absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {
   return buf;
 }
 
+absl::StatusOr<Engine::Prepared> Engine::Prepare(Device* device, const UOpRef& ast,
+                                                 const RendererOptions& ropts, bool optimize) {
+  const std::string lang = device->renderer();
+  ASSIGN_OR_RETURN(Kernel k, Kernel::Create(ast, ropts));
+  // A plain fp16 / bf16 matmul on a CUDA GPU with tensor cores skips the
+  // optimize / lower / render path for a WMMA kernel (engine/renderer/cuda_wmma.h).
+  std::optional<MatmulSpec> mm;
+  if (optimize) mm = TensorCoreMatmul(k, ropts);
+  Prepared p;
+  LinearProgram& prog = p.prog;
+  if (mm) {
+    prog.name = absl::StrCat("wmma_", k.Name());
+    prog.num_bufs = mm->num_bufs;
+    prog.opts = {"WMMA"};
+  } else {
+    if (optimize) {
+      HeuristicKnobs knobs;
+      if (Env().beam > 0 && lang == "c" && k.reduce() != nullptr) {
+        // BEAM=N: time variants of the heuristics' choices (engine/realize/beam.h).
+        ASSIGN_OR_RETURN(BeamResult b, BeamSearch(ast, ropts, device,
+                                                  ParamExtents(ast, MaxParam(ast) + 1),
+                                                  Env().beam));
+        knobs = b.knobs;
+        if (Env().debug >= 1 && !b.cached)
+          std::fprintf(stderr, "beam %s: %d variants, %.1f us -> %.1f us (%s)\n", k.Name().c_str(),
+                       b.variants, b.default_seconds * 1e6, b.best_seconds * 1e6,
+                       b.knobs.ToString().c_str());
+      }
+      k.HandCodedOptimizations(knobs);
+    }
+    ASSIGN_OR_RETURN(prog, Lower(k));
+    EstimateCosts(&prog, ParamExtents(ast, prog.num_bufs));
+    if (!optimize) prog.opts = {"UNOPTIMIZED (fallback)"};
+  }
+  // The kernel is rendered under a placeholder name, which becomes the
+  // heuristic name plus a hash of the source: the same kernel gets the same
+  // name in every process and after an eviction (so the device's disk cache
+  // finds it again), and different kernels differ.
+  if (mm) {
+    WmmaKernel w = RenderWmma(kNamePlaceholder, *mm);
+    prog.global = w.global;
+    prog.local = w.local;
+    prog.flops = w.flops;
+    prog.bytes = w.bytes;
+    p.source = std::move(w.source);
+  } else {
+    ASSIGN_OR_RETURN(p.source, RenderKernel(lang, kNamePlaceholder, prog.uops));
+  }
+  prog.name = absl::StrCat(prog.name, "_", SourceTag(p.source));
+  p.source = absl::StrReplaceAll(p.source, {{kNamePlaceholder, prog.name}});
+  if (Env().debug >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
+  return p;
+}
+
+absl::StatusOr<std::vector<std::string>> Engine::CompileWithFallback(
+    Device* device, const UOpList& asts, const RendererOptions& ropts,
+    std::vector<Prepared>* pending) {
+  std::vector<std::string> sources;
+  for (const Prepared& p : *pending) sources.push_back(p.source);
+  absl::StatusOr<std::vector<std::string>> bins = device->compiler().CompileMany(sources);
+  if (bins.ok() || !absl::IsInvalidArgument(bins.status())) return bins;
+  // The device compiler rejected (or crashed on) some kernel: compile them
+  // one by one, and lower each one that fails again without optimizations,
+  // so that one compiler bug costs that kernel's speed, not the model.
+  std::vector<std::string> out(pending->size());
+  for (size_t j = 0; j < pending->size(); ++j) {
+    Prepared& p = (*pending)[j];
+    absl::StatusOr<std::string> bin = device->compiler().Compile(p.source);
+    if (!bin.ok() && absl::IsInvalidArgument(bin.status())) {
+      absl::StatusOr<Prepared> plain = Prepare(device, asts[p.index], ropts, /*optimize=*/false);
+      absl::StatusOr<std::string> plain_bin =
+          plain.ok() ? device->compiler().Compile(plain->source) : plain.status();
+      if (!plain_bin.ok()) return bin.status();  // the optimized kernel's error
+      std::string why(bin.status().message().substr(0, 300));
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      std::fprintf(stderr, "kiln: kernel %s did not compile (%s); running it unoptimized as %s\n",
+                   p.prog.name.c_str(), why.c_str(), plain->prog.name.c_str());
+      plain->index = p.index;
+      p = std::move(*plain);
+      bin = std::move(plain_bin);
+    }
+    if (!bin.ok()) return bin.status();
+    out[j] = std::move(*bin);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKernels(
     Device* device, const UOpList& asts) {
   std::vector<std::shared_ptr<const CompiledKernel>> out(asts.size());
-  struct Pending {
-    size_t index;
-    LinearProgram prog;
-    std::string source;
-  };
-  std::vector<Pending> pending;
   {
     absl::MutexLock l(&mu_);
     for (size_t i = 0; i < asts.size(); ++i) {
@@ -215,66 +308,24 @@ absl::StatusOr<std::vector<std::shared_ptr<const CompiledKernel>>> Engine::GetKe
     }
   }
   ASSIGN_OR_RETURN(RendererOptions ropts, OptionsFor(device));
-  std::string lang = device->renderer();
+  std::vector<Prepared> pending;
   std::map<const UOp*, size_t> seen;  // identical ASTs in one batch compile once
   for (size_t i = 0; i < asts.size(); ++i) {
     if (out[i] || seen.count(asts[i].get())) continue;
     seen[asts[i].get()] = i;
-    ASSIGN_OR_RETURN(Kernel k, Kernel::Create(asts[i], ropts));
-    // A plain fp16 / bf16 matmul on a CUDA GPU with tensor cores skips the
-    // optimize / lower / render path for a WMMA kernel (engine/renderer/cuda_wmma.h).
-    std::optional<MatmulSpec> mm = TensorCoreMatmul(k, ropts);
-    LinearProgram prog;
-    if (mm) {
-      prog.name = absl::StrCat("wmma_", k.Name());
-      prog.num_bufs = mm->num_bufs;
-      prog.opts = {"WMMA"};
-    } else {
-      HeuristicKnobs knobs;
-      if (Env().beam > 0 && lang == "c" && k.reduce() != nullptr) {
-        // BEAM=N: time variants of the heuristics' choices (engine/realize/beam.h).
-        ASSIGN_OR_RETURN(BeamResult b, BeamSearch(asts[i], ropts, device,
-                                                  ParamExtents(asts[i], MaxParam(asts[i]) + 1),
-                                                  Env().beam));
-        knobs = b.knobs;
-        if (Env().debug >= 1 && !b.cached)
-          std::fprintf(stderr, "beam %s: %d variants, %.1f us -> %.1f us (%s)\n", k.Name().c_str(),
-                       b.variants, b.default_seconds * 1e6, b.best_seconds * 1e6,
-                       b.knobs.ToString().c_str());
-      }
-      k.HandCodedOptimizations(knobs);
-      ASSIGN_OR_RETURN(prog, Lower(k));
-      EstimateCosts(&prog, ParamExtents(asts[i], prog.num_bufs));
-    }
-    {
-      absl::MutexLock l(&mu_);
-      int n = names_[prog.name]++;
-      if (n > 0) prog.name = absl::StrCat(prog.name, "n", n);
-    }
-    std::string src;
-    if (mm) {
-      WmmaKernel w = RenderWmma(prog.name, *mm);
-      prog.global = w.global;
-      prog.local = w.local;
-      prog.flops = w.flops;
-      prog.bytes = w.bytes;
-      src = std::move(w.source);
-    } else {
-      ASSIGN_OR_RETURN(src, RenderKernel(lang, prog.name, prog.uops));
-    }
-    if (Env().debug >= 4) std::fprintf(stderr, "%s\n", src.c_str());
-    pending.push_back({i, std::move(prog), std::move(src)});
+    ASSIGN_OR_RETURN(Prepared p, Prepare(device, asts[i], ropts, /*optimize=*/true));
+    p.index = i;
+    pending.push_back(std::move(p));
   }
   if (!pending.empty()) {
-    std::vector<std::string> sources;
-    for (const Pending& p : pending) sources.push_back(p.source);
     auto t0 = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(std::vector<std::string> bins, device->compiler().CompileMany(sources));
+    ASSIGN_OR_RETURN(std::vector<std::string> bins,
+                     CompileWithFallback(device, asts, ropts, &pending));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     absl::MutexLock l(&mu_);
     stats_.compile_seconds += secs;
     for (size_t j = 0; j < pending.size(); ++j) {
-      Pending& p = pending[j];
+      Prepared& p = pending[j];
       auto ck = std::make_shared<CompiledKernel>();
       ck->name = p.prog.name;
       ck->source = p.source;

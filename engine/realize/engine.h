@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/codegen/kernel.h"
+#include "engine/codegen/lowerer.h"
 #include "engine/runtime/device.h"
 #include "engine/schedule/schedule.h"
 #include "engine/uop/uop.h"
@@ -28,7 +29,7 @@
 namespace kiln {
 
 struct CompiledKernel {
-  std::string name;       // unique within its device
+  std::string name;       // heuristic name + hash of the source
   std::string source;
   std::unique_ptr<Program> program;
   LaunchDims dims;
@@ -129,7 +130,24 @@ class Engine {
   };
   using CacheKey = std::pair<const Device*, const UOp*>;
 
+  // A kernel lowered and rendered, not compiled yet.
+  struct Prepared {
+    size_t index = 0;  // into the asts of GetKernels
+    LinearProgram prog;
+    std::string source;
+  };
+
   absl::StatusOr<RendererOptions> OptionsFor(Device* device) const;
+  // Lowers and renders `ast`; `optimize` false skips every optimization
+  // (the fallback for a kernel the device compiler fails on).
+  absl::StatusOr<Prepared> Prepare(Device* device, const UOpRef& ast, const RendererOptions& ropts,
+                                   bool optimize);
+  // Compiles the pending kernels, replacing any the device compiler rejects
+  // by its unoptimized form; returns their binaries.
+  absl::StatusOr<std::vector<std::string>> CompileWithFallback(Device* device,
+                                                               const UOpList& asts,
+                                                               const RendererOptions& ropts,
+                                                               std::vector<Prepared>* pending);
   absl::StatusOr<UOpList> Run(const UOpList& roots, const std::string& device,
                               const ScheduleTarget* target);
 
@@ -138,7 +156,6 @@ class Engine {
   mutable absl::Mutex mu_;
   std::list<CacheEntry> lru_ ABSL_GUARDED_BY(mu_);
   std::map<CacheKey, std::list<CacheEntry>::iterator> cache_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int> names_ ABSL_GUARDED_BY(mu_);  // for unique kernel names
   EngineStats stats_ ABSL_GUARDED_BY(mu_);
   mutable std::atomic<uint64_t> kernels_run_{0};
 };

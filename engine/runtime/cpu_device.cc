@@ -7,14 +7,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -207,8 +211,8 @@ class CpuProgram : public Program {
   using KernelFn = void (*)(void**, const long long*, long long, long long);
   static_assert(sizeof(long long) == sizeof(int64_t), "kernel ABI needs 64-bit long long");
 
-  CpuProgram(std::string name, KernelFn fn, ThreadPool* pool)
-      : Program(std::move(name)), fn_(fn), pool_(pool) {}
+  CpuProgram(std::string name, KernelFn fn, ThreadPool* pool, std::shared_ptr<void> library)
+      : Program(std::move(name)), fn_(fn), pool_(pool), library_(std::move(library)) {}
 
   absl::Status Launch(const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
                       const LaunchDims& dims, bool /*wait*/, double* seconds) override {
@@ -229,6 +233,7 @@ class CpuProgram : public Program {
  private:
   const KernelFn fn_;
   ThreadPool* const pool_;
+  const std::shared_ptr<void> library_;  // keeps fn_'s shared object loaded
 };
 
 }  // namespace
@@ -262,14 +267,35 @@ absl::Status HostAllocator::CopyOut(void* dst, const void* src, size_t nbytes) {
 
 // ------------------------------------------------------------ ClangCompiler
 
-ClangCompiler::ClangCompiler(std::string dir, std::string clang)
-    : dir_(std::move(dir)), clang_(std::move(clang)) {}
+ClangCompiler::ClangCompiler(std::string dir, std::string clang, int jobs)
+    : dir_(std::move(dir)),
+      clang_(std::move(clang)),
+      jobs_(jobs > 0 ? jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
 
 const std::vector<std::string>& ClangCompiler::Flags() {
   static const std::vector<std::string> flags = {
-      "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fwrapv", "-shared", "-fPIC"};
+      "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fwrapv", "-fPIC"};
   return flags;
 }
+
+namespace {
+
+// What identifies the compiler binary for the cache key: its resolved path,
+// size and modification time (an upgrade changes them). Cheaper than
+// `clang --version`, which loads all of LLVM (0.1-0.2 s on a cold start).
+absl::StatusOr<std::string> ProgramIdentity(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr)
+    return absl::FailedPreconditionError(absl::StrCat("cannot resolve ", path, ": ",
+                                                      ErrnoText(errno)));
+  struct stat st;
+  if (stat(resolved, &st) != 0)
+    return absl::FailedPreconditionError(absl::StrCat("cannot stat ", resolved, ": ",
+                                                      ErrnoText(errno)));
+  return absl::StrCat(resolved, " ", st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
+}
+
+}  // namespace
 
 absl::Status ClangCompiler::Init() {
   absl::MutexLock lock(&mu_);
@@ -277,12 +303,10 @@ absl::Status ClangCompiler::Init() {
   initialized_ = true;
   init_status_ = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(clang_path_, FindProgram(clang_));
-    std::string version;
-    ASSIGN_OR_RETURN(int rc, RunProcess({clang_path_, "--version"}, "/dev/null", &version));
-    if (rc != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(clang_path_, " --version failed (exit ", rc, "): ", version));
-    }
+    ASSIGN_OR_RETURN(std::string version, ProgramIdentity(clang_path_));
+    // Linking with ld itself skips a second start of the clang driver
+    // (~0.2 s a run); without ld in PATH, clang links.
+    if (absl::StatusOr<std::string> ld = FindProgram("ld"); ld.ok()) ld_path_ = *ld;
     if (absl::Status made = MakeDirs(dir_); !made.ok()) {
       // An unwritable cache (read-only home, sandbox) falls back to /tmp.
       std::string fallback = absl::StrCat("/tmp/kiln-cache-", getuid(), "/cpu");
@@ -308,19 +332,28 @@ absl::Status ClangCompiler::CompileTo(const std::string& source, const std::stri
   const std::string tmp = absl::StrCat(out, ".tmp.", getpid(), ".", counter.fetch_add(1));
   const std::string tmp_c = tmp + ".c";
   const std::string tmp_so = tmp + ".so";
+  const std::string tmp_o = tmp + ".o";
   RETURN_IF_ERROR(WriteNewFile(tmp_c, source));
   std::vector<std::string> argv = {clang_path_};
   argv.insert(argv.end(), Flags().begin(), Flags().end());
-  argv.insert(argv.end(), {"-x", "c", "-", "-o", tmp_so, "-lm"});
+  argv.insert(argv.end(), {"-c", "-x", "c", "-", "-o", tmp_o});
   std::string output;
   absl::StatusOr<int> rc = RunProcess(argv, tmp_c, &output);
   unlink(tmp_c.c_str());
+  std::string step = "clang";
+  if (rc.ok() && *rc == 0) {
+    step = ld_path_.empty() ? "clang (linking)" : "ld";
+    std::vector<std::string> link = {ld_path_.empty() ? clang_path_ : ld_path_, "-shared", tmp_o,
+                                     "-o", tmp_so, "-lm"};
+    rc = RunProcess(link, "/dev/null", &output);
+  }
+  unlink(tmp_o.c_str());
   if (!rc.ok() || *rc != 0) {
     unlink(tmp_so.c_str());
     if (!rc.ok()) return rc.status();
     if (output.size() > kMaxErrorChars) output = output.substr(0, kMaxErrorChars) + "\n...";
     return absl::InvalidArgumentError(
-        absl::StrCat("clang failed (exit ", *rc, ") compiling a CPU kernel:\n", output));
+        absl::StrCat(step, " failed (exit ", *rc, ") compiling a CPU kernel:\n", output));
   }
   if (rename(tmp_so.c_str(), out.c_str()) != 0) {
     int err = errno;
@@ -346,50 +379,92 @@ absl::StatusOr<std::string> ClangCompiler::Compile(const std::string& source) {
   return path;
 }
 
+namespace {
+
+// Splits `items` into at most `groups` lists of about equal total source
+// length (longest first, each onto the lightest list so far): the parallel
+// clang runs of CompileMany then finish at about the same time.
+std::vector<std::vector<size_t>> BalanceGroups(const std::vector<size_t>& items,
+                                               const std::vector<std::string>& sources,
+                                               int groups) {
+  std::vector<size_t> order = items;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
+  const size_t n = std::max<size_t>(1, std::min<size_t>(groups, order.size()));
+  std::vector<std::vector<size_t>> out(n);
+  std::vector<size_t> load(n, 0);
+  for (size_t i : order) {
+    size_t g = std::min_element(load.begin(), load.end()) - load.begin();
+    out[g].push_back(i);
+    load[g] += sources[i].size();
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status ClangCompiler::CompileGroup(const std::vector<std::string>& sources,
+                                         const std::vector<size_t>& group,
+                                         std::vector<std::string>* paths) {
+  if (group.size() == 1) return CompileTo(sources[group[0]], (*paths)[group[0]], 1);
+  std::string combined;
+  for (size_t i : group) absl::StrAppend(&combined, sources[i], "\n");
+  const std::string combined_path = PathFor(combined);
+  absl::Status status = absl::OkStatus();
+  if (!IsRegularFile(combined_path)) {
+    status = CompileTo(combined, combined_path, static_cast<int>(group.size()));
+  }
+  if (!status.ok()) {
+    // The sources do not combine (e.g. clashing helper definitions):
+    // compile them one by one, which also attributes errors precisely.
+    for (size_t i : group) RETURN_IF_ERROR(CompileTo(sources[i], (*paths)[i], 1));
+    return absl::OkStatus();
+  }
+  for (size_t i : group) {
+    // Also file the combined object under each source's own key so that
+    // later single compiles hit the cache (best effort).
+    link(combined_path.c_str(), (*paths)[i].c_str());
+    (*paths)[i] = combined_path;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> ClangCompiler::CompileMany(
     const std::vector<std::string>& sources) {
   RETURN_IF_ERROR(Init());
   std::vector<std::string> paths(sources.size());
   std::vector<size_t> missing;  // indices of distinct uncached sources
-  std::set<std::string> missing_paths;
+  std::map<std::string, size_t> first_of;  // cache path of a missing source -> its index
+  std::vector<std::pair<size_t, size_t>> repeats;  // (index, index of its first occurrence)
   uint64_t hits = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
     paths[i] = PathFor(sources[i]);
     if (IsRegularFile(paths[i])) {
       ++hits;
-    } else if (missing_paths.insert(paths[i]).second) {
+      continue;
+    }
+    auto [it, added] = first_of.emplace(paths[i], i);
+    if (added) {
       missing.push_back(i);
+    } else {
+      repeats.push_back({i, it->second});
     }
   }
   {
     absl::MutexLock lock(&mu_);
     stats_.disk_hits += hits;
   }
-  if (missing.size() == 1) {
-    RETURN_IF_ERROR(CompileTo(sources[missing[0]], paths[missing[0]], 1));
-  } else if (missing.size() > 1) {
-    std::string combined;
-    for (size_t i : missing) absl::StrAppend(&combined, sources[i], "\n");
-    const std::string combined_path = PathFor(combined);
-    absl::Status status = absl::OkStatus();
-    if (!IsRegularFile(combined_path)) {
-      status = CompileTo(combined, combined_path, static_cast<int>(missing.size()));
-    }
-    if (status.ok()) {
-      for (size_t i : missing) {
-        // Also file the combined object under each source's own key so that
-        // later single compiles hit the cache (best effort).
-        if (link(combined_path.c_str(), paths[i].c_str()) != 0) continue;
-      }
-      for (size_t i = 0; i < sources.size(); ++i) {
-        if (missing_paths.count(paths[i]) != 0) paths[i] = combined_path;
-      }
-    } else {
-      // The sources do not combine (e.g. clashing helper definitions):
-      // compile them one by one, which also attributes errors precisely.
-      for (size_t i : missing) RETURN_IF_ERROR(CompileTo(sources[i], paths[i], 1));
-    }
-  }
+  // One clang run per group, the groups in parallel (one per core): clang
+  // is single-threaded, and a model's first call is mostly compiling.
+  std::vector<std::vector<size_t>> groups = BalanceGroups(missing, sources, jobs_);
+  std::vector<absl::Status> status(groups.size());
+  std::vector<std::thread> threads;
+  for (size_t g = 1; g < groups.size(); ++g)
+    threads.emplace_back([&, g] { status[g] = CompileGroup(sources, groups[g], &paths); });
+  if (!groups.empty() && !groups[0].empty()) status[0] = CompileGroup(sources, groups[0], &paths);
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+  for (auto [i, first] : repeats) paths[i] = paths[first];
   return paths;
 }
 
@@ -405,35 +480,47 @@ CpuDevice::CpuDevice() : CpuDevice(Options()) {}
 CpuDevice::CpuDevice(const Options& options)
     : Device("CPU"),
       compiler_((options.cache_dir.empty() ? Env().cache_dir : options.cache_dir) + "/cpu",
-                options.clang),
+                options.clang, options.compile_jobs),
       pool_(options.threads) {}
 
-CpuDevice::~CpuDevice() {
-  absl::MutexLock lock(&mu_);
-  for (auto& [path, handle] : handles_) dlclose(handle);
-}
+CpuDevice::~CpuDevice() = default;
 
 absl::StatusOr<std::unique_ptr<Program>> CpuDevice::LoadProgram(const std::string& function,
                                                                 const std::string& binary) {
   absl::MutexLock lock(&mu_);
-  auto it = handles_.find(binary);
-  if (it == handles_.end()) {
+  std::shared_ptr<void> library = libraries_[binary].lock();
+  if (library == nullptr) {
     void* handle = dlopen(binary.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* err = dlerror();
+      libraries_.erase(binary);
       return absl::InvalidArgumentError(
           absl::StrCat("cannot load CPU kernel library ", binary, ": ", err ? err : "unknown"));
     }
-    it = handles_.emplace(binary, handle).first;
+    // Unloaded when the last program from it is gone (kernels evicted from
+    // the engine's cache), so a long-running server does not accumulate
+    // libraries.
+    library = std::shared_ptr<void>(handle, [](void* h) { dlclose(h); });
+    libraries_[binary] = library;
+    // Forget the entries of libraries already unloaded.
+    for (auto it = libraries_.begin(); it != libraries_.end();)
+      it = it->second.expired() ? libraries_.erase(it) : std::next(it);
   }
   dlerror();
-  void* sym = dlsym(it->second, function.c_str());
+  void* sym = dlsym(library.get(), function.c_str());
   if (sym == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("kernel function '", function, "' not found in ", binary));
   }
   return std::unique_ptr<Program>(std::make_unique<CpuProgram>(
-      function, reinterpret_cast<CpuProgram::KernelFn>(sym), &pool_));
+      function, reinterpret_cast<CpuProgram::KernelFn>(sym), &pool_, std::move(library)));
+}
+
+size_t CpuDevice::loaded_libraries() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [path, library] : libraries_) n += library.expired() ? 0 : 1;
+  return n;
 }
 
 }  // namespace kiln

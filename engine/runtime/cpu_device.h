@@ -44,20 +44,22 @@ class HostAllocator : public Allocator {
 
 // C source -> shared object path, by running clang. Compiled objects are
 // cached on disk in `dir`, keyed by a 128-bit hash of the source, the flags,
-// `clang --version` and the host CPU; files appear atomically (rename), so
+// the clang binary (path, size, mtime) and the host CPU; files appear atomically (rename), so
 // concurrent processes may share the directory. Thread-safe.
 class ClangCompiler : public Compiler {
  public:
   // `dir` is created (with parents) on first use; `clang` is the compiler
-  // program, looked up in PATH unless it contains a '/'.
-  ClangCompiler(std::string dir, std::string clang);
+  // program, looked up in PATH unless it contains a '/'. `jobs` clang runs
+  // at most go in parallel in CompileMany (<= 0: one per hardware thread).
+  ClangCompiler(std::string dir, std::string clang, int jobs = 0);
 
   // Returns the path of the .so holding the source's functions.
   absl::StatusOr<std::string> Compile(const std::string& source) override;
-  // Compiles all sources that are not cached yet in ONE clang run (one
-  // translation unit; the caller guarantees distinct external names) and
-  // returns the combined .so's path for each of them. Falls back to one run
-  // per source when the combined unit does not compile.
+  // Compiles all sources that are not cached yet in at most `jobs` parallel
+  // clang runs, each one translation unit of several sources (the caller
+  // guarantees distinct external names), and returns, per source, the path
+  // of the .so holding it. A group whose combined unit does not compile
+  // falls back to one run per source.
   absl::StatusOr<std::vector<std::string>> CompileMany(
       const std::vector<std::string>& sources) override;
   Stats stats() const override;
@@ -67,20 +69,26 @@ class ClangCompiler : public Compiler {
   static const std::vector<std::string>& Flags();
 
  private:
-  // Finds clang, captures its version and creates the cache directory, once.
+  // Finds clang and ld, identifies clang and creates the cache directory, once.
   absl::Status Init();
   // Cache file path for `source` (Init() must have succeeded).
   std::string PathFor(const std::string& source) const;
   // Runs clang on `source`, producing `out` atomically; counts `n` sources.
   absl::Status CompileTo(const std::string& source, const std::string& out, int n);
+  // Compiles sources[i] for i in `group` as one unit into a cached .so and
+  // points (*paths)[i] at it (paths[i] holds the source's own cache path).
+  absl::Status CompileGroup(const std::vector<std::string>& sources,
+                            const std::vector<size_t>& group, std::vector<std::string>* paths);
 
   std::string dir_;  // may fall back to /tmp at first use
   const std::string clang_;
+  const int jobs_;
   mutable absl::Mutex mu_;
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status init_status_ ABSL_GUARDED_BY(mu_);
   std::string clang_path_;  // written once by Init() under mu_, then read-only
-  std::string key_prefix_;  // likewise: flags, clang version, CPU identity
+  std::string ld_path_;     // likewise; empty: clang links
+  std::string key_prefix_;  // likewise: flags, clang identity, CPU identity
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -96,6 +104,9 @@ class CpuDevice : public Device {
     int threads = 0;
     // The C compiler program.
     std::string clang = "clang";
+    // Parallel clang runs when compiling many kernels; <= 0: one per
+    // hardware thread.
+    int compile_jobs = 0;
   };
 
   CpuDevice();
@@ -110,13 +121,17 @@ class CpuDevice : public Device {
                                                        const std::string& binary) override;
   int workers() const override { return pool_.num_threads(); }
   ThreadPool& pool() { return pool_; }
+  // Kernel libraries loaded now (each stays loaded while a program from it
+  // lives).
+  size_t loaded_libraries() const;
 
  private:
   HostAllocator allocator_;
   ClangCompiler compiler_;
   ThreadPool pool_;
-  absl::Mutex mu_;
-  std::map<std::string, void*> handles_ ABSL_GUARDED_BY(mu_);  // path -> dlopen handle
+  mutable absl::Mutex mu_;
+  // path -> the loaded shared object, owned by the programs loaded from it.
+  std::map<std::string, std::weak_ptr<void>> libraries_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kiln

@@ -121,7 +121,7 @@ TEST(CpuDeviceTest, DiskCacheHitAcrossDevices) {
   EXPECT_EQ(*dev2.compiler().Compile(kAddSource), path);
   EXPECT_EQ(dev2.compiler().stats().compiled, 0u);
   EXPECT_EQ(dev2.compiler().stats().disk_hits, 1u);
-  std::printf("disk cache hit in %.2f ms (first use, includes clang --version)\n",
+  std::printf("disk cache hit in %.2f ms (first use, includes finding clang)\n",
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   EXPECT_TRUE(dev2.LoadProgram("add", path).ok());
   // A different source gets a different file.
@@ -164,7 +164,9 @@ std::string ScaleSource(int k) {
 }
 
 TEST(CpuDeviceTest, CompileManyInOneClangRun) {
-  CpuDevice dev(TestOptions());
+  CpuDevice::Options options = TestOptions();
+  options.compile_jobs = 1;
+  CpuDevice dev(options);
   // One source is compiled beforehand: it is served from the cache.
   ASSERT_TRUE(dev.compiler().Compile(ScaleSource(2)).ok());
   std::vector<std::string> sources = {ScaleSource(2), ScaleSource(3), ScaleSource(5),
@@ -200,8 +202,68 @@ TEST(CpuDeviceTest, CompileManyInOneClangRun) {
   EXPECT_EQ(dev.compiler().stats().compiled, 4u);
 }
 
+// With two jobs, five new kernels go to two clang runs (two shared
+// objects), each loadable and right; a repeated source shares its path.
+TEST(CpuDeviceTest, CompileManySplitsAcrossJobs) {
+  CpuDevice::Options options = TestOptions();
+  options.compile_jobs = 2;
+  CpuDevice dev(options);
+  const std::vector<int> ks = {2, 3, 5, 7, 11, 3};
+  std::vector<std::string> sources;
+  for (int k : ks) sources.push_back(ScaleSource(k));
+  absl::StatusOr<std::vector<std::string>> bins = dev.compiler().CompileMany(sources);
+  ASSERT_TRUE(bins.ok()) << bins.status();
+  ASSERT_EQ(bins->size(), ks.size());
+  EXPECT_EQ(std::set<std::string>(bins->begin(), bins->end()).size(), 2u);
+  EXPECT_EQ((*bins)[1], (*bins)[5]);
+  EXPECT_EQ(dev.compiler().stats().compiled, 5u);
+  for (size_t i = 0; i < ks.size(); ++i) {
+    auto prog = dev.LoadProgram(absl::StrCat("scale", ks[i]), (*bins)[i]);
+    ASSERT_TRUE(prog.ok()) << prog.status();
+    std::vector<int> out(10, 0);
+    LaunchDims dims;
+    dims.global[0] = 10;
+    ASSERT_TRUE((*prog)->Launch({out.data()}, {}, dims, true, nullptr).ok());
+    EXPECT_EQ(out[9], 9 * ks[i]);
+  }
+  // Every source is now cached under its own key too.
+  ASSERT_TRUE(dev.compiler().CompileMany(sources).ok());
+  EXPECT_EQ(dev.compiler().stats().compiled, 5u);
+}
+
+// A kernel library is unloaded with the last program loaded from it, so a
+// server evicting kernels does not keep every library it ever loaded.
+TEST(CpuDeviceTest, LibraryUnloadsWithItsLastProgram) {
+  CpuDevice::Options options = TestOptions();
+  options.compile_jobs = 1;
+  CpuDevice dev(options);
+  absl::StatusOr<std::vector<std::string>> bins =
+      dev.compiler().CompileMany({ScaleSource(2), ScaleSource(3)});
+  ASSERT_TRUE(bins.ok()) << bins.status();
+  EXPECT_EQ(dev.loaded_libraries(), 0u);
+  auto p2 = dev.LoadProgram("scale2", (*bins)[0]);
+  auto p3 = dev.LoadProgram("scale3", (*bins)[1]);
+  ASSERT_TRUE(p2.ok() && p3.ok());
+  EXPECT_EQ(dev.loaded_libraries(), 1u);  // one shared object holds both
+  p2->reset();
+  EXPECT_EQ(dev.loaded_libraries(), 1u);
+  std::vector<int> out(10, 0);
+  LaunchDims dims;
+  dims.global[0] = 10;
+  ASSERT_TRUE((*p3)->Launch({out.data()}, {}, dims, true, nullptr).ok());
+  EXPECT_EQ(out[9], 27);
+  p3->reset();
+  EXPECT_EQ(dev.loaded_libraries(), 0u);
+  // Loading again works.
+  auto again = dev.LoadProgram("scale2", (*bins)[0]);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(dev.loaded_libraries(), 1u);
+}
+
 TEST(CpuDeviceTest, CompileManyFallsBackWhenSourcesClash) {
-  CpuDevice dev(TestOptions());
+  CpuDevice::Options options = TestOptions();
+  options.compile_jobs = 1;  // both sources in one unit
+  CpuDevice dev(options);
   auto src = [](const char* name) {
     return absl::StrCat("static int helper(int x) { return x + 1; }\n", "void ", name,
                         "(void** bufs, const long long* vars, long long start, long long end) {\n"

@@ -1,0 +1,64 @@
+// The engine's kernel cache over a long run: a kernel evicted from the LRU
+// and needed again gets the same name and source, so the device's disk
+// cache serves it (no clang run) and its library is loaded only while a
+// program from it lives.
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/realize/engine.h"
+#include "engine/runtime/cpu_device.h"
+#include "engine/tensor/tensor.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+std::string NewTempDir() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string tmpl = std::string(base ? base : "/tmp") + "/kiln-kcache-XXXXXX";
+  char* dir = mkdtemp(tmpl.data());
+  return dir ? std::string(dir) : std::string();
+}
+
+TEST(KernelCacheTest, EvictedKernelComesBackUnderItsNameFromTheDiskCache) {
+  CpuDevice::Options o;
+  o.cache_dir = NewTempDir();
+  ASSERT_FALSE(o.cache_dir.empty());
+  CpuDevice* cpu = nullptr;
+  auto registry = DeviceRegistry::WithDefaults();
+  registry->Register("CPU", [o, &cpu]() -> absl::StatusOr<std::unique_ptr<Device>> {
+    auto d = std::make_unique<CpuDevice>(o);
+    cpu = d.get();
+    return std::unique_ptr<Device>(std::move(d));
+  });
+  EngineOptions options;
+  options.kernel_cache_entries = 1;
+  Engine engine(registry.get(), options);
+  std::vector<float> data(64, 1.5f);
+  Tensor x = Tensor::FromFloats(&engine, data, {64}, "CPU");
+  auto run = [&](double k) -> std::vector<float> {
+    absl::StatusOr<std::vector<float>> v = (x * k + 1.0).ToVector<float>();
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *v : std::vector<float>();
+  };
+  ASSERT_EQ(run(2.0)[0], 4.0f);
+  ASSERT_NE(cpu, nullptr);
+  const uint64_t clang_runs = cpu->compiler().stats().compiled;
+  ASSERT_EQ(run(3.0)[0], 5.5f);  // another kernel: evicts the first
+  EXPECT_EQ(cpu->compiler().stats().compiled, clang_runs + 1);
+  EXPECT_LE(cpu->loaded_libraries(), 2u);
+  for (int i = 0; i < 5; ++i) {
+    // Alternating evicts every time: compiled again by the engine, but
+    // found on disk under the same name, and libraries stay bounded.
+    ASSERT_EQ(run(2.0)[0], 4.0f);
+    ASSERT_EQ(run(3.0)[0], 5.5f);
+  }
+  EXPECT_EQ(cpu->compiler().stats().compiled, clang_runs + 1);
+  EXPECT_GE(engine.stats().kernels_compiled, 12u);
+  EXPECT_LE(cpu->loaded_libraries(), 2u);
+}
+
+}  // namespace
+}  // namespace kiln
