@@ -80,7 +80,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
     im.registry = DeviceRegistry::WithDefaults();
     ASSIGN_OR_RETURN(Device * dev, im.registry->Get(options.device));
     dev->allocator().set_memory_limit(static_cast<size_t>(options.max_memory_bytes));
-    im.engine = std::make_unique<Engine>(im.registry.get());
+    EngineOptions eo;
+    eo.beam = options.beam;
+    im.engine = std::make_unique<Engine>(im.registry.get(), eo);
     im.loader = std::make_unique<OnnxLoader>(im.engine.get());
   }
 

@@ -47,6 +47,10 @@ struct KilnServerOptions {
   int max_streams = 64;          // concurrent ModelStreamInfer calls
   int max_stream_inflight = 64;  // unanswered requests per stream
   size_t jit_max_captures = 16;
+  // BEAM rounds per new CPU reduce kernel (searched at its first compile,
+  // i.e. at load / warm-up; cached on disk); < 0: the BEAM environment
+  // variable.
+  int beam = -1;
   int64_t default_max_batch = 8;
   bool pad_to_captured = true;
   bool exit_on_error = false;  // fail Start when a startup model fails

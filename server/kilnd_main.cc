@@ -20,6 +20,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "engine/base/flags.h"
 #include "server/auth_token.h"
 #include "server/flags.h"
 #include "server/kiln_server.h"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   std::string auth_flag, metrics_auth_file;
   int64_t grpc_port = o.grpc_port, metrics_port = o.metrics_port;
   int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
+  int64_t beam = kiln::GetEnvInt("BEAM", 0);
   double exit_timeout = 30;
   int64_t max_streams = o.max_streams, max_stream_inflight = o.max_stream_inflight;
   const kiln::MachineMemory machine = kiln::MachineMemoryBytes();
@@ -91,6 +93,11 @@ int main(int argc, char** argv) {
   flags.AddInt("max-stream-inflight", &max_stream_inflight,
                "unanswered requests per stream before it stops reading (backpressure)");
   flags.AddInt("jit-max-captures", &max_captures, "JIT captures kept per model instance (LRU)");
+  flags.AddInt("beam", &beam,
+               "CPU: rounds of timed search over the kernel heuristics' choices for each new "
+               "matmul / convolution / reduce kernel, at its first compile (load and warm-up "
+               "take longer); choices cached in $KILN_CACHE_DIR/beam (0: off; default $BEAM "
+               "or 0)");
   flags.AddInt("default-max-batch", &o.default_max_batch,
                "max_batch_size of configs derived from a model without config.pbtxt");
   flags.AddBool("no-pad", &no_pad, "never pad a batch up to a captured batch size");
@@ -114,6 +121,7 @@ int main(int argc, char** argv) {
   if (metrics_port < -1 || metrics_port > 65535) return Fail("--metrics-port out of range");
   if (exit_timeout < 0 || exit_timeout > 86400) return Fail("--exit-timeout out of range");
   if (max_captures < 1 || max_captures > 4096) return Fail("--jit-max-captures out of range");
+  if (beam < 0 || beam > 10) return Fail("--beam must be in [0, 10]");
   if (max_streams < 0 || max_streams > 4096) return Fail("--max-streams out of range");
   if (max_stream_inflight < 1 || max_stream_inflight > 65536)
     return Fail("--max-stream-inflight out of range");
@@ -132,6 +140,7 @@ int main(int argc, char** argv) {
   o.metrics_port = static_cast<int>(metrics_port);
   o.exit_timeout = absl::Seconds(exit_timeout);
   o.jit_max_captures = static_cast<size_t>(max_captures);
+  o.beam = static_cast<int>(beam);
   o.pad_to_captured = !no_pad;
   kiln::AuthTokenSources auth;
   if (flags.IsSet("auth-token")) auth.flag = auth_flag;

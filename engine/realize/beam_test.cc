@@ -102,5 +102,30 @@ TEST(BeamTest, SearchTimesVariantsAndCachesTheChoice) {
   EXPECT_EQ(HeuristicKnobs::Parse(r->knobs.ToString())->ToString(), r->knobs.ToString());
 }
 
+// EngineOptions::beam (kilnd --beam) turns the search on for one engine:
+// each new reduce kernel is searched (or its cached choice used) at its
+// first compile, and the result is still right; beam = 0 never searches.
+TEST(BeamTest, EngineOptionSearchesAtFirstCompile) {
+  for (int beam : {0, 1}) {
+    std::unique_ptr<DeviceRegistry> reg = DeviceRegistry::WithDefaults();
+    EngineOptions options;
+    options.beam = beam;
+    Engine e(reg.get(), options);
+    const int64_t m = 24 + beam, k = 40, n = 16;  // a kernel new to each engine
+    std::vector<float> av(m * k, 0.5f), bv(k * n, 0.25f);
+    Tensor a = Tensor::FromFloats(&e, av, {m, k}, "CPU");
+    Tensor b = Tensor::FromFloats(&e, bv, {k, n}, "CPU");
+    absl::StatusOr<std::vector<float>> out = a.Matmul(b).ToVector<float>();
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), static_cast<size_t>(m * n));
+    for (float v : *out) ASSERT_FLOAT_EQ(v, 40 * 0.125f);
+    if (beam == 0) {
+      EXPECT_EQ(e.stats().beam_searches, 0u);
+    } else {
+      EXPECT_GE(e.stats().beam_searches, 1u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -223,12 +223,16 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(Device* device, const UOpRef& a
   } else {
     if (optimize) {
       HeuristicKnobs knobs;
-      if (Env().beam > 0 && lang == "c" && k.reduce() != nullptr) {
+      const int beam = options_.beam >= 0 ? options_.beam : Env().beam;
+      if (beam > 0 && lang == "c" && k.reduce() != nullptr) {
         // BEAM=N: time variants of the heuristics' choices (engine/realize/beam.h).
         ASSIGN_OR_RETURN(BeamResult b, BeamSearch(ast, ropts, device,
-                                                  ParamExtents(ast, MaxParam(ast) + 1),
-                                                  Env().beam));
+                                                  ParamExtents(ast, MaxParam(ast) + 1), beam));
         knobs = b.knobs;
+        {
+          absl::MutexLock l(&mu_);
+          stats_.beam_searches++;
+        }
         if (Env().debug >= 1 && !b.cached)
           std::fprintf(stderr, "beam %s: %d variants, %.1f us -> %.1f us (%s)\n", k.Name().c_str(),
                        b.variants, b.default_seconds * 1e6, b.best_seconds * 1e6,

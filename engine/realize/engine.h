@@ -92,10 +92,14 @@ struct EngineStats {
   double flops_run = 0;
   double bytes_run = 0;
   double compile_seconds = 0;
+  uint64_t beam_searches = 0;  // kernels whose BEAM choice was searched or found cached
 };
 
 struct EngineOptions {
   size_t kernel_cache_entries = 4096;  // compiled kernels kept (LRU)
+  // BEAM rounds for CPU reduce kernels at their first compile (see
+  // engine/realize/beam.h); < 0: the BEAM environment variable.
+  int beam = -1;
 };
 
 class Engine {

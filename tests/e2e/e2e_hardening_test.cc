@@ -112,12 +112,17 @@ TEST(E2eHardeningTest, LongNamesComeBackCut) {
   EXPECT_TRUE(*client->ModelReady("simple"));  // and the server is fine
 }
 
+TEST(E2eHardeningTest, BeamOutOfRangeRefusesToStart) {
+  ExpectRefusal({"--beam=11"}, "--beam must be in [0, 10]");
+  ExpectRefusal({"--beam=-1"}, "--beam must be in [0, 10]");
+}
+
 TEST(E2eHardeningTest, HelpListsTheFlags) {
   std::string out = TempDir("help") + "/help.txt";
   ASSERT_EQ(Shell(absl::StrCat(kKilnd, " --help > ", out, " 2>&1")), 0);
   std::string help = ReadAll(out);
   for (const char* flag : {"--auth-token-file", "--auth-token", "--metrics-address",
-                           "--metrics-auth-token-file", "--metrics-port"})
+                           "--metrics-auth-token-file", "--metrics-port", "--beam"})
     EXPECT_THAT(help, HasSubstr(flag));
   EXPECT_THAT(help, HasSubstr("/proc/PID/cmdline"));
   EXPECT_THAT(help, HasSubstr("an empty token refuses to start"));
