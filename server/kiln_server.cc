@@ -124,6 +124,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   mo.startup_models = options.load_models;
   mo.device = options.device;
   mo.max_captures = options.jit_max_captures;
+  mo.load_timeout = options.load_timeout;
   mo.default_max_batch = options.default_max_batch;
   mo.pad_to_captured = options.pad_to_captured;
   s->manager_ = std::make_unique<ModelManager>(mo, im.loader.get(), im.metrics.get(), &im.clock);

@@ -51,6 +51,9 @@ struct KilnServerOptions {
   // i.e. at load / warm-up; cached on disk); < 0: the BEAM environment
   // variable.
   int beam = -1;
+  // A model load (with its warm-up) running longer fails with
+  // DEADLINE_EXCEEDED (ModelManager::Options::load_timeout).
+  absl::Duration load_timeout = absl::Minutes(10);
   int64_t default_max_batch = 8;
   bool pad_to_captured = true;
   bool exit_on_error = false;  // fail Start when a startup model fails

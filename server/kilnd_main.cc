@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   int64_t grpc_port = o.grpc_port, metrics_port = o.metrics_port;
   int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
   int64_t beam = kiln::GetEnvInt("BEAM", 0);
-  double exit_timeout = 30;
+  double exit_timeout = 30, load_timeout = 600;
   int64_t max_streams = o.max_streams, max_stream_inflight = o.max_stream_inflight;
   const kiln::MachineMemory machine = kiln::MachineMemoryBytes();
   int64_t max_memory = static_cast<int64_t>(kiln::DefaultMemoryLimit(machine));
@@ -88,6 +88,10 @@ int main(int argc, char** argv) {
                             "80% of ", machine.source.empty() ? "the machine" : machine.source,
                             ": ", max_memory, "; none for GPUs)"));
   flags.AddDouble("exit-timeout", &exit_timeout, "seconds to finish in-flight requests on exit");
+  flags.AddDouble("load-timeout", &load_timeout,
+                  "seconds a model load (with warm-up) may take; past it the load fails with "
+                  "DEADLINE_EXCEEDED, the model stays UNAVAILABLE (a reload keeps the old "
+                  "version) and the load's result is discarded when it ends (0: no limit)");
   flags.AddInt("max-streams", &max_streams,
                "concurrent ModelStreamInfer streams (more: RESOURCE_EXHAUSTED)");
   flags.AddInt("max-stream-inflight", &max_stream_inflight,
@@ -120,6 +124,7 @@ int main(int argc, char** argv) {
   if (grpc_port < 0 || grpc_port > 65535) return Fail("--grpc-port out of range");
   if (metrics_port < -1 || metrics_port > 65535) return Fail("--metrics-port out of range");
   if (exit_timeout < 0 || exit_timeout > 86400) return Fail("--exit-timeout out of range");
+  if (!(load_timeout >= 0 && load_timeout <= 86400)) return Fail("--load-timeout out of range");
   if (max_captures < 1 || max_captures > 4096) return Fail("--jit-max-captures out of range");
   if (beam < 0 || beam > 10) return Fail("--beam must be in [0, 10]");
   if (max_streams < 0 || max_streams > 4096) return Fail("--max-streams out of range");
@@ -139,6 +144,7 @@ int main(int argc, char** argv) {
   o.grpc_port = static_cast<int>(grpc_port);
   o.metrics_port = static_cast<int>(metrics_port);
   o.exit_timeout = absl::Seconds(exit_timeout);
+  o.load_timeout = load_timeout == 0 ? absl::InfiniteDuration() : absl::Seconds(load_timeout);
   o.jit_max_captures = static_cast<size_t>(max_captures);
   o.beam = static_cast<int>(beam);
   o.pad_to_captured = !no_pad;

@@ -4,9 +4,11 @@
 
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "engine/base/status.h"
 #include "server/echo.h"
 
@@ -55,6 +57,13 @@ class ModelManager::ModelLock {
   const std::string name_;
 };
 
+struct ModelManager::LoadCall {
+  absl::Notification done;
+  absl::Status status;    // set before `done`
+  bool abandoned = false;  // (mu_) the caller stopped waiting
+  bool committed = false;  // (mu_) the loaded versions were swapped in
+};
+
 ModelManager::ModelManager(Options options, BackendLoader* loader, Metrics* metrics, Clock* clock)
     : options_(std::move(options)),
       repository_(options_.repository),
@@ -77,11 +86,68 @@ absl::Status ModelManager::Start() {
   }
   absl::Status first;
   for (const std::string& n : names) {
-    ModelLock lock(this, n);
-    absl::Status s = LoadLocked(n);
+    absl::Status s = LoadTimed(n);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;
+}
+
+absl::Status ModelManager::LoadTimed(const std::string& name) {
+  if (options_.load_timeout == absl::InfiniteDuration()) {
+    ModelLock lock(this, name);
+    return LoadLocked(name, nullptr);
+  }
+  auto call = std::make_shared<LoadCall>();
+  {
+    absl::MutexLock l(&mu_);
+    if (stopped_) return absl::UnavailableError("the server is shutting down");
+    if (abandoned_.count(name))
+      return absl::UnavailableError(absl::StrCat(
+          "model '", Echo(name), "': a load of it that passed the load timeout is still "
+          "running; try again when it has ended (the repository index shows its state)"));
+    ++load_threads_;
+  }
+  // The thread keeps the manager alive: StopAll (and so the destructor)
+  // waits for load_threads_ to reach zero.
+  std::thread([this, name, call] {
+    absl::Status s;
+    {
+      ModelLock lock(this, name);
+      s = LoadLocked(name, call.get());
+    }
+    call->status = s;
+    call->done.Notify();
+    absl::MutexLock l(&mu_);
+    if (call->abandoned) {
+      if (--abandoned_[name] == 0) abandoned_.erase(name);
+      Entry& e = models_[name];
+      if (e.versions.empty()) e.state = "UNAVAILABLE";
+      e.reason = absl::StrCat("the last load passed the load timeout (",
+                              absl::FormatDuration(options_.load_timeout), ") and was discarded",
+                              absl::IsDeadlineExceeded(s) || s.ok()
+                                  ? ""
+                                  : absl::StrCat("; it then failed: ", s.message()));
+    }
+    --load_threads_;
+    busy_cv_.SignalAll();
+  }).detach();
+  if (call->done.WaitForNotificationWithTimeout(options_.load_timeout)) return call->status;
+  const std::string why = absl::StrCat(
+      "loading took longer than the load timeout (", absl::FormatDuration(options_.load_timeout),
+      "); the load goes on in the background and its result will be discarded");
+  {
+    absl::MutexLock l(&mu_);
+    if (!call->committed && !call->done.HasBeenNotified()) {
+      call->abandoned = true;
+      ++abandoned_[name];
+      Entry& e = models_[name];
+      if (e.versions.empty()) e.state = "UNAVAILABLE";
+      e.reason = why;
+      return absl::DeadlineExceededError(absl::StrCat("model '", Echo(name), "': ", why));
+    }
+  }
+  call->done.WaitForNotification();  // it finished just now
+  return call->status;
 }
 
 void ModelManager::SetState(const std::string& name, const std::string& state,
@@ -158,12 +224,12 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::LoadVersion(const Mod
   return m;
 }
 
-absl::Status ModelManager::LoadLocked(const std::string& name) {
+absl::Status ModelManager::LoadLocked(const std::string& name, LoadCall* call) {
   // Sizes are checked before they are allocated; an allocation that still
   // fails must not leave the model LOADING (nor reach the RPC as UNKNOWN).
   absl::Status s;
   try {
-    return LoadModelLocked(name);
+    return LoadModelLocked(name, call);
   } catch (const std::bad_alloc& e) {
     s = absl::ResourceExhaustedError(
         absl::StrCat("loading ", Echo(name), ": out of memory (", e.what(), ")"));
@@ -180,10 +246,13 @@ absl::Status ModelManager::LoadLocked(const std::string& name) {
   return s;
 }
 
-absl::Status ModelManager::LoadModelLocked(const std::string& name) {
+absl::Status ModelManager::LoadModelLocked(const std::string& name, LoadCall* call) {
   {
     absl::MutexLock l(&mu_);
     if (stopped_) return absl::UnavailableError("the server is shutting down");
+    // Timed out while waiting for another load of the model: don't start.
+    if (call != nullptr && call->abandoned)
+      return absl::DeadlineExceededError("the load timed out before it started");
   }
   if (!ModelRepository::ValidModelName(name) || !repository_.HasModel(name))
     return absl::NotFoundError(absl::StrCat("model '", Echo(name),
@@ -236,20 +305,23 @@ absl::Status ModelManager::LoadModelLocked(const std::string& name) {
     loaded[v] = std::move(*m);
   }
   std::map<int64_t, std::shared_ptr<LoadedModel>> old;
-  bool stopped;
+  bool stopped, abandoned;
   {
     absl::MutexLock l(&mu_);
     stopped = stopped_;  // StopAll ran during the load: serve nothing
-    if (!stopped) {
+    abandoned = call != nullptr && call->abandoned;  // so did a caller that timed out
+    if (!stopped && !abandoned) {
       Entry& e = models_[name];
       old.swap(e.versions);
       e.versions = std::move(loaded);
       e.state = "READY";
       e.reason = "";
+      if (call != nullptr) call->committed = true;
     }
   }
-  for (auto& [v, m] : stopped ? loaded : old) m->Drain();
+  for (auto& [v, m] : (stopped || abandoned) ? loaded : old) m->Drain();
   if (stopped) return absl::UnavailableError("the server is shutting down");
+  if (abandoned) return absl::DeadlineExceededError("the load timed out; its result is discarded");
   return absl::OkStatus();
 }
 
@@ -260,8 +332,7 @@ absl::Status ModelManager::Load(const std::string& name) {
         "load and unload models over the API");
   if (!ModelRepository::ValidModelName(name))
     return absl::NotFoundError(absl::StrCat("model '", Echo(name), "' is not in the repository"));
-  ModelLock lock(this, name);
-  return LoadLocked(name);
+  return LoadTimed(name);
 }
 
 absl::Status ModelManager::Unload(const std::string& name) {
@@ -295,7 +366,7 @@ void ModelManager::StopAll() {
     stopped_ = true;
     // Loads and unloads in progress end first (a load then finds the
     // manager stopped and serves nothing).
-    while (!busy_.empty()) busy_cv_.Wait(&mu_);
+    while (!busy_.empty() || load_threads_ > 0) busy_cv_.Wait(&mu_);
     for (auto& [name, e] : models_) {
       for (auto& [v, lm] : e.versions) all.push_back(lm);
       e.versions.clear();

@@ -85,6 +85,12 @@ class ModelManager {
     size_t max_captures = 16;                 // JIT captures per instance
     int64_t default_max_batch = 8;            // for derived configs
     bool pad_to_captured = true;
+    // A load (file, graph, warm-up) still running after this long fails
+    // with DEADLINE_EXCEEDED and leaves the model UNAVAILABLE (a reload
+    // keeps the old versions serving); it goes on in the background, its
+    // result is discarded, and loads of that model are refused until it
+    // ends. InfiniteDuration: no limit.
+    absl::Duration load_timeout = absl::InfiniteDuration();
   };
   struct IndexEntry {
     std::string name, version, state, reason;
@@ -125,12 +131,19 @@ class ModelManager {
 
   // Holds the lock of one model (see busy_) while it lives.
   class ModelLock;
+  // One load run on its own thread, under options_.load_timeout.
+  struct LoadCall;
+
+  // Loads `name` under the load timeout (takes its ModelLock).
+  absl::Status LoadTimed(const std::string& name);
 
   // Loads `name` (the caller holds its ModelLock); a failure (also an
   // exception such as std::bad_alloc) leaves it UNAVAILABLE with the
   // reason, or keeps its old versions serving.
-  absl::Status LoadLocked(const std::string& name);
-  absl::Status LoadModelLocked(const std::string& name);
+  // `call` (may be null) is the timed load this runs for: once its caller
+  // gave up, the load serves nothing.
+  absl::Status LoadLocked(const std::string& name, LoadCall* call);
+  absl::Status LoadModelLocked(const std::string& name, LoadCall* call);
   absl::StatusOr<std::shared_ptr<LoadedModel>> LoadVersion(const ModelSpec& base,
                                                            int64_t version);
   absl::StatusOr<std::string> ResolveDevice(const ModelSpec& spec) const;
@@ -148,7 +161,10 @@ class ModelManager {
   // The per-model locks: names of the models with a Load / Unload in
   // progress; busy_cv_ is signalled when one ends.
   std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
-  absl::CondVar busy_cv_;
+  absl::CondVar busy_cv_;  // also signalled when a load thread ends
+  // Loads past their timeout still running, per model.
+  std::map<std::string, int> abandoned_ ABSL_GUARDED_BY(mu_);
+  int load_threads_ ABSL_GUARDED_BY(mu_) = 0;  // LoadTimed threads running
 };
 
 }  // namespace kiln

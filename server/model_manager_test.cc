@@ -84,11 +84,15 @@ class Background {
 
 class ModelManagerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Restart(absl::InfiniteDuration()); }
+  // A new manager with this load timeout.
+  void Restart(absl::Duration load_timeout) {
     ModelManager::Options o;
     o.repository = MakeRepo(::testing::UnitTest::GetInstance()->current_test_info()->name());
     o.mode = ControlMode::kExplicit;
     o.startup_models = {"fast"};
+    o.load_timeout = load_timeout;
+    manager_.reset();
     manager_ = std::make_unique<ModelManager>(o, &loader_, nullptr, &clock_);
     ASSERT_TRUE(manager_->Start().ok());
   }
@@ -99,6 +103,11 @@ class ModelManagerTest : public ::testing::Test {
   std::string State(const std::string& name) {
     for (const auto& e : manager_->Index(false))
       if (e.name == name) return e.state;
+    return "";
+  }
+  std::string Reason(const std::string& name) {
+    for (const auto& e : manager_->Index(false))
+      if (e.name == name) return e.reason;
     return "";
   }
 
@@ -166,6 +175,50 @@ TEST_F(ModelManagerTest, StopAllWaitsForALoadWhichThenServesNothing) {
   EXPECT_EQ(slow.status().code(), absl::StatusCode::kUnavailable) << slow.status();
   EXPECT_TRUE(manager_->Ready().empty());
   EXPECT_EQ(manager_->Load("fast").code(), absl::StatusCode::kUnavailable);
+}
+
+// Issue 13.6: a load past --load-timeout fails with DEADLINE_EXCEEDED and
+// leaves the model UNAVAILABLE; the stuck load blocks neither the caller
+// nor other models, loads of that model are refused (not queued) while it
+// still runs, and when it ends its result is discarded.
+TEST_F(ModelManagerTest, LoadPastTheTimeoutFailsAndIsDiscarded) {
+  Restart(absl::Milliseconds(300));
+  const absl::Time start = absl::Now();
+  absl::Status s = manager_->Load("slow");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(loader_.AwaitWaiting(1));
+  EXPECT_EQ(State("slow"), "UNAVAILABLE");
+  EXPECT_NE(Reason("slow").find("load timeout"), std::string::npos) << Reason("slow");
+  absl::Status again = manager_->Load("slow");
+  EXPECT_EQ(again.code(), absl::StatusCode::kUnavailable) << again;
+  EXPECT_NE(again.message().find("still running"), std::string::npos) << again;
+  EXPECT_EQ(loader_.waiting(), 1);  // refused, not queued behind the stuck load
+  EXPECT_TRUE(manager_->Load("other").ok());  // other models load meanwhile
+  EXPECT_TRUE(manager_->Get("other", "").ok());
+
+  loader_.Open();  // the stuck load ends: its model must not be served
+  for (int i = 0; i < 1000 && Reason("slow").find("was discarded") == std::string::npos; ++i)
+    absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_NE(Reason("slow").find("was discarded"), std::string::npos) << Reason("slow");
+  EXPECT_FALSE(manager_->Get("slow", "").ok());
+  EXPECT_EQ(State("slow"), "UNAVAILABLE");
+  // Now a new load runs, within the timeout, and serves.
+  EXPECT_TRUE(manager_->Load("slow").ok());
+  EXPECT_EQ(State("slow"), "READY");
+}
+
+// A load that ends within the timeout answers as before, and StopAll waits
+// for a timed load still running.
+TEST_F(ModelManagerTest, TimedLoadWithinTheTimeoutServes) {
+  Restart(absl::Seconds(30));
+  Background slow([this] { return manager_->Load("slow"); });
+  ASSERT_TRUE(loader_.AwaitWaiting(1));
+  EXPECT_EQ(State("slow"), "LOADING");
+  loader_.Open();
+  EXPECT_TRUE(slow.status().ok()) << slow.status();
+  EXPECT_EQ(State("slow"), "READY");
+  EXPECT_TRUE(manager_->Get("slow", "").ok());
 }
 
 }  // namespace

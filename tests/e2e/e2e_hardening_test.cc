@@ -112,9 +112,11 @@ TEST(E2eHardeningTest, LongNamesComeBackCut) {
   EXPECT_TRUE(*client->ModelReady("simple"));  // and the server is fine
 }
 
-TEST(E2eHardeningTest, BeamOutOfRangeRefusesToStart) {
+TEST(E2eHardeningTest, FlagsOutOfRangeRefuseToStart) {
   ExpectRefusal({"--beam=11"}, "--beam must be in [0, 10]");
   ExpectRefusal({"--beam=-1"}, "--beam must be in [0, 10]");
+  ExpectRefusal({"--load-timeout=-1"}, "--load-timeout out of range");
+  ExpectRefusal({"--load-timeout=nan"}, "--load-timeout");
 }
 
 TEST(E2eHardeningTest, HelpListsTheFlags) {
@@ -122,7 +124,8 @@ TEST(E2eHardeningTest, HelpListsTheFlags) {
   ASSERT_EQ(Shell(absl::StrCat(kKilnd, " --help > ", out, " 2>&1")), 0);
   std::string help = ReadAll(out);
   for (const char* flag : {"--auth-token-file", "--auth-token", "--metrics-address",
-                           "--metrics-auth-token-file", "--metrics-port", "--beam"})
+                           "--metrics-auth-token-file", "--metrics-port", "--beam",
+                           "--load-timeout"})
     EXPECT_THAT(help, HasSubstr(flag));
   EXPECT_THAT(help, HasSubstr("/proc/PID/cmdline"));
   EXPECT_THAT(help, HasSubstr("an empty token refuses to start"));
