@@ -93,14 +93,21 @@ Executor::Counts Executor::counts() const {
   return counts_;
 }
 
+bool Executor::Captured(const Instance& inst, const KeyState& ks, int64_t rows) {
+  std::vector<std::vector<int64_t>> shapes = ks.shapes;
+  for (std::vector<int64_t>& shape : shapes)
+    if (!shape.empty()) shape[0] = rows;
+  return inst.runner->HasCapture(ks.dtypes, shapes);
+}
+
 std::vector<int64_t> Executor::CapturedSizes(int instance, const std::string& key) const {
   std::vector<int64_t> out;
   const Instance& inst = *instances_.at(instance);
   absl::MutexLock l(&inst.mu);
-  auto it = inst.sizes.find(key);
-  if (it == inst.sizes.end()) return out;
-  for (const auto& [rows, st] : it->second)
-    if (st.captured) out.push_back(rows);
+  auto it = inst.keys.find(key);
+  if (it == inst.keys.end()) return out;
+  for (const auto& [rows, spent] : it->second.pad_spent)
+    if (Captured(inst, it->second, rows)) out.push_back(rows);
   return out;
 }
 
@@ -114,17 +121,17 @@ int64_t Executor::ChooseRows(Instance& inst, const std::string& key, int64_t row
   }
   if (miss <= 0 || row <= 0) return rows;
   absl::MutexLock l(&inst.mu);
-  auto it = inst.sizes.find(key);
-  if (it == inst.sizes.end()) return rows;
-  auto& sizes = it->second;
-  auto self = sizes.find(rows);
-  if (self != sizes.end() && self->second.captured) return rows;
-  for (auto s = sizes.upper_bound(rows); s != sizes.end(); ++s) {
-    if (!s->second.captured || s->first > spec_->max_batch_size) continue;
+  auto it = inst.keys.find(key);
+  if (it == inst.keys.end()) return rows;
+  KeyState& ks = it->second;
+  if (Captured(inst, ks, rows)) return rows;
+  // The smallest larger size run before that is captured now.
+  for (auto s = ks.pad_spent.upper_bound(rows); s != ks.pad_spent.end(); ++s) {
+    if (s->first > spec_->max_batch_size || !Captured(inst, ks, s->first)) continue;
     double waste = static_cast<double>(s->first - rows) * row;
-    SizeState& mine = sizes[rows];
-    if (mine.pad_spent + waste < 2 * miss) {
-      mine.pad_spent += waste;
+    double& mine = ks.pad_spent[rows];
+    if (mine + waste < 2 * miss) {
+      mine += waste;
       return s->first;
     }
     return rows;
@@ -142,18 +149,18 @@ absl::StatusOr<std::vector<OutputTensor>> Executor::RunCounted(
   bool replay = stats->path == RunStats::Path::kReplay;
   {
     absl::MutexLock l(&inst.mu);
-    std::pair<std::string, int64_t> sig(key, rows);
-    inst.lru.remove(sig);
-    inst.lru.push_front(sig);
-    SizeState& st = inst.sizes[key][rows];
-    if (stats->path != RunStats::Path::kPlain) st.captured = true;
-    while (inst.lru.size() > options_.max_captures) {
-      auto& [k, r] = inst.lru.back();
-      auto it = inst.sizes.find(k);
-      if (it != inst.sizes.end()) {
-        it->second.erase(r);
-        if (it->second.empty()) inst.sizes.erase(it);
+    inst.lru.remove(key);
+    inst.lru.push_front(key);
+    KeyState& ks = inst.keys[key];
+    if (ks.shapes.empty()) {
+      for (const InputTensor& in : inputs) {
+        ks.dtypes.push_back(in.dtype);
+        ks.shapes.push_back(in.shape);
       }
+    }
+    ks.pad_spent.emplace(rows, 0.0);  // a size run once: a candidate to pad to
+    while (inst.lru.size() > kKeysPerCapture * options_.max_captures) {
+      inst.keys.erase(inst.lru.back());
       inst.lru.pop_back();
     }
   }

@@ -4,8 +4,8 @@
 // For a batch it gathers the requests' inputs along dim 0 (no copy for a
 // single request), runs the runner, splits every output back by rows and
 // completes each request with its own rows, its timings and the outputs it
-// asked for. It mirrors each runner's LRU of captures (same bound), so it
-// knows which batch sizes of a shape are captured, and counts JIT captures,
+// asked for. It asks each runner which batch sizes of a shape it has
+// captured (ModelRunner::HasCapture), and counts JIT captures,
 // hits (replays), misses and their time.
 //
 // Padding to a captured batch size (ski rental): when a batch of b rows has
@@ -69,18 +69,27 @@ class Executor {
   std::vector<int64_t> CapturedSizes(int instance, const std::string& shape_key) const;
 
  private:
-  struct SizeState {
-    bool captured = false;
-    double pad_spent = 0;  // seconds of padding spent instead of capturing
+  // What the executor remembers of one shape key (input shapes without the
+  // batch dim) for padding: its element types and shapes (dim 0 to be set),
+  // and per batch size run, the seconds of padding spent instead of
+  // capturing that size.
+  struct KeyState {
+    std::vector<DType> dtypes;
+    std::vector<std::vector<int64_t>> shapes;
+    std::map<int64_t, double> pad_spent;
   };
   struct Instance {
     std::unique_ptr<ModelRunner> runner;
     mutable absl::Mutex mu;
-    // (shape key, rows) in LRU order (front = most recent), like the JIT's.
-    std::list<std::pair<std::string, int64_t>> lru ABSL_GUARDED_BY(mu);
-    std::map<std::string, std::map<int64_t, SizeState>> sizes ABSL_GUARDED_BY(mu);
+    // Shape keys in LRU order (front = most recent), at most
+    // kKeysPerCapture * max_captures of them.
+    std::list<std::string> lru ABSL_GUARDED_BY(mu);
+    std::map<std::string, KeyState> keys ABSL_GUARDED_BY(mu);
   };
+  static constexpr size_t kKeysPerCapture = 4;
 
+  // Whether `instance`'s runner has a capture for `key`'s shapes at `rows`.
+  static bool Captured(const Instance& inst, const KeyState& ks, int64_t rows);
   // Rows to run a batch of `rows` at (>= rows).
   int64_t ChooseRows(Instance& inst, const std::string& key, int64_t rows);
   // Runs the runner and updates captures / counters / metrics.

@@ -145,6 +145,41 @@ TEST(ExecutorTest, PadsToACapturedSizeUntilCapturingPaysOff) {
   EXPECT_EQ(f.exec->counts().padded_rows, static_cast<uint64_t>(padded));
 }
 
+// The executor pads only to sizes the runner says it has captured: a
+// runner whose JIT kept no capture (dropped, or a capture that failed) gets
+// its batches unpadded, whatever ran before.
+TEST(ExecutorTest, PadsOnlyToSizesTheRunnerHasCaptured) {
+  FakeOptions fo;
+  fo.delay = absl::Milliseconds(2);
+  Fixture f(fo);
+  for (int i = 0; i < 4; ++i) {
+    Outcome o;
+    f.exec->Execute({Req(4, 0, &o)}, 0);
+    ASSERT_TRUE(o.result.ok());
+  }
+  std::string key;
+  {
+    Outcome o;
+    auto r = Req(4, 0, &o);
+    key = r->shape_key;
+  }
+  EXPECT_EQ(f.exec->CapturedSizes(0, key), std::vector<int64_t>({4}));
+  f.log->no_captures = true;
+  EXPECT_TRUE(f.exec->CapturedSizes(0, key).empty());
+  {
+    absl::MutexLock l(&f.log->mu);
+    f.log->batch_rows.clear();
+  }
+  for (int i = 0; i < 5; ++i) {
+    Outcome o;
+    f.exec->Execute({Req(3, 0, &o)}, 0);
+    ASSERT_TRUE(o.result.ok());
+  }
+  absl::MutexLock l(&f.log->mu);
+  EXPECT_EQ(f.log->batch_rows, std::vector<int64_t>({3, 3, 3, 3, 3}));
+  EXPECT_EQ(f.exec->counts().padded_rows, 0u);
+}
+
 TEST(ExecutorTest, ModelsWithoutBatchDimRunWholeInputs) {
   FakeOptions fo;
   fo.batched = false;

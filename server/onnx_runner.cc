@@ -87,6 +87,11 @@ class OnnxRunner : public ModelRunner {
     return result;
   }
 
+  bool HasCapture(const std::vector<DType>& dtypes,
+                  const std::vector<std::vector<int64_t>>& shapes) const override {
+    return jit_.HasCapture(dtypes, shapes, model_->device());
+  }
+
  private:
   std::shared_ptr<const OnnxModel> model_;
   Engine* const engine_;

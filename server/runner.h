@@ -5,7 +5,8 @@
 //                 reports the model's input / output signature.
 //   ModelRunner   one executor instance of it: runs whole batches. Each
 //                 runner keeps its own JIT captures (one per input-shape
-//                 signature) and says how each run went (RunStats).
+//                 signature), says how each run went (RunStats) and which
+//                 shapes it has captured (HasCapture).
 //   BackendLoader loads model files.
 //
 // Thread safety: BackendLoader and ModelBackend are thread-safe. A
@@ -42,6 +43,11 @@ class ModelRunner {
   // Returns every model output, in signature order.
   virtual absl::StatusOr<std::vector<OutputTensor>> Run(const std::vector<InputTensor>& inputs,
                                                         RunStats* stats) = 0;
+  // Whether a Run of inputs with these element types and shapes (in
+  // signature order) would replay a JIT capture. The executor asks before
+  // padding a batch up to a captured size.
+  virtual bool HasCapture(const std::vector<DType>& dtypes,
+                          const std::vector<std::vector<int64_t>>& shapes) const = 0;
 };
 
 class ModelBackend {

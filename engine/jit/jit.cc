@@ -25,12 +25,31 @@ struct Jit::Entry {
 Jit::Jit(Fn fn, Options options) : fn_(std::move(fn)), options_(options) {}
 Jit::~Jit() = default;
 
+namespace {
+
+std::string SignaturePart(DType dtype, const Shape& shape, const std::string& device) {
+  return absl::StrCat(dtype.Name(), "[", absl::StrJoin(shape, ","), "]@", device);
+}
+
+}  // namespace
+
 std::string Jit::Signature(const std::vector<Tensor>& inputs) {
   std::vector<std::string> parts;
-  for (const Tensor& t : inputs)
-    parts.push_back(absl::StrCat(t.dtype().Name(), "[", absl::StrJoin(t.shape(), ","), "]@",
-                                 t.device()));
+  for (const Tensor& t : inputs) parts.push_back(SignaturePart(t.dtype(), t.shape(), t.device()));
   return absl::StrJoin(parts, ";");
+}
+
+bool Jit::HasCapture(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes,
+                     const std::string& device) const {
+  if (dtypes.size() != shapes.size()) return false;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    parts.push_back(SignaturePart(dtypes[i], shapes[i], device));
+  const std::string sig = absl::StrJoin(parts, ";");
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find(sig);
+  return it != entries_.end() && !it->second->plain_only && it->second->tree &&
+         !it->second->tree->empty();
 }
 
 namespace {

@@ -87,6 +87,10 @@ class Jit {
 
   std::vector<CaptureInfo> captures() const;
   Stats stats() const;
+  // Whether a call with inputs of these element types and shapes on
+  // `device` would replay a capture (it is kept, and not running plainly).
+  bool HasCapture(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes,
+                  const std::string& device) const;
   // The signature string of a list of inputs ("float32[1,3,64,64]@CPU;...").
   static std::string Signature(const std::vector<Tensor>& inputs);
 

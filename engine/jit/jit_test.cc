@@ -78,6 +78,22 @@ TEST_P(JitTest, OneCapturePerShape) {
     }
   }
   EXPECT_EQ(jit.captures().size(), 2u);
+  EXPECT_TRUE(jit.HasCapture({dtypes::kFloat32}, {{2, 3}}, dev));
+  EXPECT_TRUE(jit.HasCapture({dtypes::kFloat32}, {{2, 7}}, dev));
+  EXPECT_FALSE(jit.HasCapture({dtypes::kFloat32}, {{2, 5}}, dev));
+  EXPECT_FALSE(jit.HasCapture({dtypes::kInt32}, {{2, 3}}, dev));
+}
+
+// The first call of a shape runs plainly: no capture until the second.
+TEST_P(JitTest, HasCaptureFromTheSecondCall) {
+  Jit jit([](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    return std::vector<Tensor>{in[0] * 2.0};
+  });
+  std::vector<float> v(6, 1.0f);
+  ASSERT_TRUE(jit({Tensor::FromFloats(e, v, {2, 3}, dev)}).ok());
+  EXPECT_FALSE(jit.HasCapture({dtypes::kFloat32}, {{2, 3}}, dev));
+  ASSERT_TRUE(jit({Tensor::FromFloats(e, v, {2, 3}, dev)}).ok());
+  EXPECT_TRUE(jit.HasCapture({dtypes::kFloat32}, {{2, 3}}, dev));
 }
 
 // A data-dependent function: the host reads a sum and picks a branch.

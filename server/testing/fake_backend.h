@@ -27,6 +27,8 @@ struct FakeLog {
   std::vector<int64_t> batch_rows ABSL_GUARDED_BY(mu);  // rows of every run
   std::atomic<int> running{0};
   std::atomic<int> max_running{0};
+  // Runners report no captures (as a JIT that dropped or never kept them).
+  std::atomic<bool> no_captures{false};
 };
 
 struct FakeOptions {
@@ -55,9 +57,9 @@ class FakeRunner : public ModelRunner {
     }
     if (o_.fail) return absl::InternalError("fake backend failure");
     if (in.size() != 2) return absl::InvalidArgumentError("fake: needs 2 inputs");
-    std::string sig;
-    for (const InputTensor& t : in)
-      for (int64_t d : t.shape) sig += std::to_string(d) + ",";
+    std::vector<std::vector<int64_t>> shapes;
+    for (const InputTensor& t : in) shapes.push_back(t.shape);
+    const std::string sig = Sig(shapes);
     lru_.remove(sig);
     lru_.push_front(sig);
     int calls = ++calls_[sig];
@@ -85,7 +87,21 @@ class FakeRunner : public ModelRunner {
     return std::vector<OutputTensor>{std::move(sum), std::move(twice)};
   }
 
+  bool HasCapture(const std::vector<DType>& /*dtypes*/,
+                  const std::vector<std::vector<int64_t>>& shapes) const override {
+    if (log_->no_captures) return false;
+    auto it = calls_.find(Sig(shapes));
+    return it != calls_.end() && it->second >= 2;
+  }
+
  private:
+  static std::string Sig(const std::vector<std::vector<int64_t>>& shapes) {
+    std::string sig;
+    for (const auto& shape : shapes)
+      for (int64_t d : shape) sig += std::to_string(d) + ",";
+    return sig;
+  }
+
   FakeOptions o_;
   size_t max_;
   std::shared_ptr<FakeLog> log_;
