@@ -256,7 +256,9 @@ void Executor::Execute(std::vector<RequestPtr> batch, int instance) {
   absl::Time split_start = clock_->Now();
   // Split every output by rows.
   std::vector<InferResult> results(live.size());
-  for (const OutputTensor& out : *outs) {
+  // A lone request that was not padded takes the outputs whole (no copy).
+  const bool whole = live.size() == 1 && target == rows;
+  for (OutputTensor& out : *outs) {
     size_t row_bytes = out.data.size();
     if (batched) {
       if (out.shape.empty() || out.shape[0] != target) {
@@ -278,7 +280,9 @@ void Executor::Execute(std::vector<RequestPtr> batch, int instance) {
         o.name = out.name;
         o.dtype = out.dtype;
         o.shape = out.shape;
-        if (batched) {
+        if (whole) {
+          o.data = std::move(out.data);
+        } else if (batched) {
           o.shape[0] = n;
           o.data = out.data.substr(offset, row_bytes * static_cast<size_t>(n));
         } else {

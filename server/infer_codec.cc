@@ -282,18 +282,18 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
   return out;
 }
 
-void EncodeInferResponse(const InferResult& result, const std::string& model,
+void EncodeInferResponse(InferResult&& result, const std::string& model,
                          const std::string& version, const std::string& id,
                          inference::ModelInferResponse* resp) {
   resp->set_model_name(model);
   resp->set_model_version(version);
   resp->set_id(id);
-  for (const OutputTensor& o : result.outputs) {
+  for (OutputTensor& o : result.outputs) {
     auto* out = resp->add_outputs();
     out->set_name(o.name);
     out->set_datatype(o.dtype.KServeName());
     for (int64_t d : o.shape) out->add_shape(d);
-    resp->add_raw_output_contents(o.data);
+    resp->add_raw_output_contents(std::move(o.data));
   }
 }
 

@@ -43,8 +43,9 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
                                                   const ModelSpec& spec, int64_t version,
                                                   const CodecLimits& limits);
 
-// Fills `resp` with `result`'s outputs as raw_output_contents.
-void EncodeInferResponse(const InferResult& result, const std::string& model,
+// Fills `resp` with `result`'s outputs as raw_output_contents, moving each
+// output's bytes into the response (no copy).
+void EncodeInferResponse(InferResult&& result, const std::string& model,
                          const std::string& version, const std::string& id,
                          inference::ModelInferResponse* resp);
 

@@ -199,7 +199,7 @@ TEST(InferCodecTest, EncodesRawOutputs) {
   InferResult result;
   result.outputs.push_back({"Y", dtypes::kFloat32, {1, 4}, Bytes(16)});
   inference::ModelInferResponse resp;
-  EncodeInferResponse(result, "m", "1", "req-7", &resp);
+  EncodeInferResponse(std::move(result), "m", "1", "req-7", &resp);
   EXPECT_EQ(resp.model_name(), "m");
   EXPECT_EQ(resp.model_version(), "1");
   EXPECT_EQ(resp.id(), "req-7");

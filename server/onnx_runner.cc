@@ -75,12 +75,12 @@ class OnnxRunner : public ModelRunner {
     std::vector<OutputTensor> result;
     result.reserve(outs.size());
     for (size_t i = 0; i < outs.size(); ++i) {
-      ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, outs[i].ToBytes());
       OutputTensor o;
       o.name = infos[i].name;
       o.dtype = outs[i].dtype();
       o.shape = outs[i].shape();
-      o.data.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      o.data.resize(outs[i].nbytes());  // the device's bytes go straight here
+      RETURN_IF_ERROR(outs[i].CopyBytesTo(o.data.data(), o.data.size()));
       result.push_back(std::move(o));
     }
     stats->output_ns = NsSince(t2);

@@ -230,7 +230,7 @@ grpc::Status InferenceService::ModelInfer(grpc::ServerContext* ctx,
     waiter->result = absl::CancelledError("request cancelled by the client");
   Account(model.get(), start, waiter->result);
   if (!waiter->result.ok()) return Done("ModelInfer", ToGrpcStatus(waiter->result.status()));
-  EncodeInferResponse(*waiter->result, model->name(), model->version_string(), req->id(), resp);
+  EncodeInferResponse(*std::move(waiter->result), model->name(), model->version_string(), req->id(), resp);
   return Done("ModelInfer", grpc::Status::OK);
 }
 

@@ -83,7 +83,7 @@ grpc::Status InferenceService::ModelStreamInfer(
       Account(item->model.get(), item->start, item->result);
       inference::ModelStreamInferResponse resp;
       if (item->result.ok()) {
-        EncodeInferResponse(*item->result, item->model->name(), item->model->version_string(),
+        EncodeInferResponse(*std::move(item->result), item->model->name(), item->model->version_string(),
                             item->req->id(), resp.mutable_infer_response());
       } else {
         resp.set_error_message(std::string(item->result.status().message()));

@@ -326,14 +326,24 @@ absl::StatusOr<BufferRef> Tensor::Buffer() {
 }
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() {
+  if (!ok()) return status();
+  std::vector<uint8_t> out(nbytes());
+  RETURN_IF_ERROR(CopyBytesTo(out.data(), out.size()));
+  return out;
+}
+
+absl::Status Tensor::CopyBytesTo(void* dst, size_t n) {
+  if (!ok()) return status();
+  if (n != nbytes())
+    return absl::InvalidArgumentError(
+        absl::StrCat("CopyBytesTo: ", n, " bytes given, the tensor has ", nbytes()));
   ASSIGN_OR_RETURN(BufferRef b, Buffer());
-  std::vector<uint8_t> out(static_cast<size_t>(numel()) * dtype().ItemSize());
-  if (!out.empty()) RETURN_IF_ERROR(b->CopyOut(out.data(), out.size()));
+  if (n > 0) RETURN_IF_ERROR(b->CopyOut(dst, n));
   // A JIT capture replays host-side decisions made on data only when a
   // replay reads the same bytes here.
   if (CaptureScope* c = CaptureScope::Current())
-    c->NoteHostRead(b, std::string(out.begin(), out.end()));
-  return out;
+    c->NoteHostRead(b, std::string(static_cast<const char*>(dst), n));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<double>> Tensor::ToDoubles() {

@@ -105,6 +105,9 @@ class Tensor {
   static absl::Status RealizeAll(std::vector<Tensor*> tensors);
   // Row-major bytes of the data.
   absl::StatusOr<std::vector<uint8_t>> ToBytes();
+  // The same into `dst`, which holds exactly nbytes() bytes.
+  absl::Status CopyBytesTo(void* dst, size_t nbytes);
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype().ItemSize(); }
   template <typename T>
   absl::StatusOr<std::vector<T>> ToVector() {
     auto b = ToBytes();
