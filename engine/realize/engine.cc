@@ -18,7 +18,6 @@
 #include "engine/realize/beam.h"
 #include "engine/renderer/cuda_wmma.h"
 #include "engine/renderer/renderer.h"
-#include "engine/runtime/cuda_device.h"
 #include "engine/uop/buffer.h"
 
 namespace kiln {
@@ -56,16 +55,6 @@ int MaxParam(const UOpRef& ast) {
   for (const UOp* u : Toposort(ast))
     if (u->op() == Op::kDefineGlobal) p = std::max(p, static_cast<int>(u->arg().Int()));
   return p;
-}
-
-// 90 for "sm_90" / "compute_90"; 0 if the arch string has no number.
-int ComputeCapability(const std::string& arch) {
-  size_t us = arch.rfind('_');
-  if (us == std::string::npos) return 0;
-  int sm = 0;
-  for (size_t i = us + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
-    sm = sm * 10 + (arch[i] - '0');
-  return sm;
 }
 
 // The spec of a kernel that goes to tensor cores, or nullopt.
@@ -142,13 +131,50 @@ Engine::~Engine() = default;
 
 absl::StatusOr<Device*> Engine::GetDevice(const std::string& name) { return registry_->Get(name); }
 
+namespace {
+
+// What the engine knows of each renderer language (Device::renderer()): how
+// kernels are rendered and the codegen options its devices start from.
+struct RendererEntry {
+  const char* name;
+  std::string (*render)(const std::string& name, const UOpList& uops);
+  bool gpu;                  // one scalar thread per output; else vector code
+  int vector_bytes;          // CPU: the vector width used everywhere
+  bool wide_register_tiles;  // CPU: 512-bit tiles where the host has AVX-512
+  bool tensor_cores;         // CUDA: WMMA kernels on sm_70+
+};
+
+// {name, render, gpu, vector_bytes, wide_register_tiles, tensor_cores}
+constexpr RendererEntry kRenderers[] = {
+    {"c", RenderC, false, 32, true, false},
+    {"bytecode", RenderBytecode, false, 32, false, false},
+    {"opencl", RenderOpenCL, true, 0, false, false},
+    {"cuda", RenderCuda, true, 0, false, true},
+};
+
+const RendererEntry* FindRenderer(const std::string& name) {
+  for (const RendererEntry& r : kRenderers)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
                                                const std::string& device, int sm) {
+  const RendererEntry* r = FindRenderer(renderer);
+  if (r == nullptr)
+    return absl::UnimplementedError(absl::StrCat("no codegen for renderer '", renderer, "'"));
   RendererOptions o;
   o.device = device;
-  if (renderer == "c" || renderer == "bytecode") {
-    o.gpu = false;
-    o.vector_bytes = 32;
+  o.gpu = r->gpu;
+  o.vector_bytes = r->vector_bytes;
+  if (r->gpu) {
+    // Scalar code per thread; blocks of up to 256 threads (see kernel_gpu.cc).
+    o.max_local_threads = 1024;
+    o.preferred_local_threads = 256;
+  }
+  if (r->wide_register_tiles) {
     // The C kernels are compiled for the host (-march=native): with AVX-512
     // (32 registers of 64 bytes), matmul-like kernels take 512-bit tiles.
     // KILN_AVX512=0 keeps them at 256 bits; =1 forces 512-bit tiles on any
@@ -158,43 +184,29 @@ absl::StatusOr<RendererOptions> CodegenOptions(const std::string& renderer,
     avx512 = __builtin_cpu_supports("avx512f");
 #endif
     int64_t force = GetEnvInt("KILN_AVX512", -1);
-    if (renderer == "c" && (force == 1 || (force != 0 && avx512))) {
+    if (force == 1 || (force != 0 && avx512)) {
       o.wide_vector_bytes = 64;
       o.vector_registers = 32;
     }
-    return o;
   }
-  if (renderer == "cuda" || renderer == "opencl") {
-    // Scalar code per thread; blocks of up to 256 threads (see kernel_gpu.cc).
-    o.gpu = true;
-    o.vector_bytes = 0;
-    o.max_local_threads = 1024;
-    o.preferred_local_threads = 256;
-    if (renderer == "cuda") {
-      // WMMA needs sm_70 (Volta); KILN_WMMA=0 keeps every kernel scalar.
-      o.sm = sm;
-      o.tensor_cores = sm >= 70 && GetEnvInt("KILN_WMMA", 1) != 0;
-    }
-    return o;
+  if (r->tensor_cores) {
+    // WMMA needs sm_70 (Volta); KILN_WMMA=0 keeps every kernel scalar.
+    o.sm = sm;
+    o.tensor_cores = sm >= 70 && GetEnvInt("KILN_WMMA", 1) != 0;
   }
-  return absl::UnimplementedError(absl::StrCat("no codegen for renderer '", renderer, "'"));
+  return o;
 }
 
 absl::StatusOr<std::string> RenderKernel(const std::string& renderer, const std::string& name,
                                          const UOpList& uops) {
-  if (renderer == "c") return RenderC(name, uops);
-  if (renderer == "bytecode") return RenderBytecode(name, uops);
-  if (renderer == "cuda") return RenderCuda(name, uops);
-  if (renderer == "opencl") return RenderOpenCL(name, uops);
-  return absl::UnimplementedError(absl::StrCat("no renderer for '", renderer, "'"));
+  const RendererEntry* r = FindRenderer(renderer);
+  if (r == nullptr)
+    return absl::UnimplementedError(absl::StrCat("no renderer for '", renderer, "'"));
+  return r->render(name, uops);
 }
 
 absl::StatusOr<RendererOptions> Engine::OptionsFor(Device* device) const {
-  int sm = 0;
-  // The CUDA compiler targets the card's own sm_XY (CudaDevice::Create).
-  if (const auto* cuda = dynamic_cast<const CudaCompiler*>(&device->compiler()))
-    sm = ComputeCapability(cuda->arch());
-  return CodegenOptions(device->renderer(), device->name(), sm);
+  return CodegenOptions(device->renderer(), device->name(), device->compute_capability());
 }
 
 absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {

@@ -152,6 +152,7 @@ struct CudaDevice::Impl {
   cuda::CUstream stream = nullptr;
   std::string description;
   int sm_count = 0;
+  int compute_capability = 0;  // 90 for sm_90
   std::unique_ptr<CudaCompiler> compiler;
   std::unique_ptr<Allocator> allocator;
   absl::Mutex staging_mu;
@@ -431,6 +432,7 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(const Options& op
   api.cuDeviceGetAttribute(&impl->sm_count, cuda::kAttrMultiprocessorCount, impl->dev);
   char name[256] = {0};
   api.cuDeviceGetName(name, sizeof(name) - 1, impl->dev);
+  impl->compute_capability = major * 10 + minor;
   std::string arch = absl::StrCat("sm_", major, minor);
   impl->description = absl::StrCat(name, " (", arch, ", ", impl->sm_count, " SMs)");
   CudaCompiler::Options copts;
@@ -471,6 +473,7 @@ Allocator& CudaDevice::allocator() { return *impl_->allocator; }
 Compiler& CudaDevice::compiler() { return *impl_->compiler; }
 const std::string& CudaDevice::description() const { return impl_->description; }
 int CudaDevice::sm_count() const { return impl_->sm_count; }
+int CudaDevice::compute_capability() const { return impl_->compute_capability; }
 
 absl::Status CudaDevice::Synchronize() {
   RETURN_IF_ERROR(impl_->Bind());

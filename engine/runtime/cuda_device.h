@@ -82,6 +82,7 @@ class CudaDevice : public Device {
   // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
   const std::string& description() const;
   int sm_count() const;
+  int compute_capability() const override;
 
   struct Impl;
 

@@ -214,6 +214,8 @@ class Device {
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
   // Number of parallel workers (CPU threads); 1 for others.
   virtual int workers() const { return 1; }
+  // CUDA: the card's compute capability (90 for sm_90); 0 for others.
+  virtual int compute_capability() const { return 0; }
   // Devices that can replay a launch sequence as one unit return a
   // GraphExecutor for `launches` (in order); others UnimplementedError.
   virtual absl::StatusOr<std::unique_ptr<GraphExecutor>> NewGraph(

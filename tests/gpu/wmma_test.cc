@@ -204,9 +204,10 @@ TEST(WmmaNvrtc, SampleKernelsCompile) {
 // Engine::GetKernels, which never launches.
 class CompileOnlyCuda : public Device {
  public:
-  explicit CompileOnlyCuda(std::unique_ptr<CudaCompiler> c)
-      : Device("CUDA_COMPILE_ONLY"), compiler_(std::move(c)) {}
+  CompileOnlyCuda(std::unique_ptr<CudaCompiler> c, int sm)
+      : Device("CUDA_COMPILE_ONLY"), compiler_(std::move(c)), sm_(sm) {}
   std::string renderer() const override { return "cuda"; }
+  int compute_capability() const override { return sm_; }
   Allocator& allocator() override { return allocator_; }
   Compiler& compiler() override { return *compiler_; }
   absl::StatusOr<std::unique_ptr<Program>> LoadProgram(const std::string& function,
@@ -231,6 +232,7 @@ class CompileOnlyCuda : public Device {
     static absl::Status Unavailable() { return absl::UnimplementedError("compile-only device"); }
   };
   std::unique_ptr<CudaCompiler> compiler_;
+  const int sm_;
   NoMemory allocator_;
 };
 
@@ -248,7 +250,7 @@ TEST(WmmaEngine, GetKernelsUsesTensorCoresWhereTheyApply) {
   for (int sm : {75, 90}) {
     auto nvrtc = Nvrtc(absl::StrCat("sm_", sm));
     if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC not available: " << nvrtc.status();
-    CompileOnlyCuda dev(std::move(*nvrtc));
+    CompileOnlyCuda dev(std::move(*nvrtc), sm);
     DeviceRegistry registry;
     Engine engine(&registry);
     auto kernels = engine.GetKernels(&dev, asts);
