@@ -32,8 +32,10 @@ class HostileEngineTest : public ::testing::Test {
   static void SetUpTestSuite() {
     // A hostile size that slips past the checks fails here as an allocation
     // error instead of exhausting the host.
-    struct rlimit lim = {kChildAddressSpace, kChildAddressSpace};
-    setrlimit(RLIMIT_AS, &lim);
+    if (kChildAddressSpace > 0) {
+      struct rlimit lim = {kChildAddressSpace, kChildAddressSpace};
+      setrlimit(RLIMIT_AS, &lim);
+    }
     registry_ = DeviceRegistry::WithDefaults().release();
     engine_ = new Engine(registry_);
   }

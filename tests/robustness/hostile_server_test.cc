@@ -53,8 +53,10 @@ std::string LimitedKilnd() {
   char cwd[PATH_MAX];
   std::string here = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
   std::string path = e2e::TempDir("bin") + "/kilnd_limited";
-  EXPECT_TRUE(WriteFile(path, absl::StrCat("#!/bin/sh\nulimit -v ", kChildAddressSpace >> 10,
-                                           "\nexec ", here, "/", kKilnd, " \"$@\"\n"))
+  const std::string limit =
+      kChildAddressSpace > 0 ? absl::StrCat("ulimit -v ", kChildAddressSpace >> 10, "\n") : "";
+  EXPECT_TRUE(WriteFile(path, absl::StrCat("#!/bin/sh\n", limit, "exec ", here, "/", kKilnd,
+                                           " \"$@\"\n"))
                   .ok());
   ::chmod(path.c_str(), 0755);
   return path;

@@ -31,7 +31,14 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, absl::Duration ti
 
 // The address-space limit the tests give kiln processes: big allocations
 // then fail inside the process instead of exhausting the shared host.
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer reserves terabytes of shadow address space, so a sanitized
+// binary cannot run under an address-space limit: none (0) then, and ASan's
+// own allocator limit (tools/asan: allocator_may_return_null=1) stands in.
+inline constexpr uint64_t kChildAddressSpace = 0;
+#else
 inline constexpr uint64_t kChildAddressSpace = uint64_t{8} << 30;
+#endif
 
 }  // namespace kiln::hostile
 
