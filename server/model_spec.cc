@@ -14,6 +14,7 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kMaxBatchLimit = 1 << 16;
+constexpr int kMaxInstances = 64;  // per model, all instance groups together
 
 // Collects TextFormat errors; rewrites "no field named" into an error that
 // says kiln does not support the field and lists what it does support.
@@ -328,14 +329,19 @@ absl::StatusOr<ModelSpec> ModelSpecFromConfig(const inference::ModelConfig& c,
       return Invalid(dir_name, absl::StrCat("output '", t.name, "' is listed twice"));
     s.outputs.push_back(t);
   }
-  // Instances.
+  // Instances. Each is a runner, a JIT and a batcher thread, so the total
+  // is bounded, not only each group: a config of many groups asked for
+  // thousands of threads (the bound tests/fuzz/config_fuzz.cc checks).
   int count = 0;
   std::string device;
   for (const auto& g : c.instance_group()) {
-    if (g.count() < 0 || g.count() > 64)
+    if (g.count() < 0 || g.count() > kMaxInstances)
       return Invalid(dir_name, absl::StrCat("instance_group count ", g.count(),
-                                            " is outside [0, 64]"));
+                                            " is outside [0, ", kMaxInstances, "]"));
     count += g.count() == 0 ? 1 : g.count();
+    if (count > kMaxInstances)
+      return Invalid(dir_name, absl::StrCat("the instance groups add up to more than ",
+                                            kMaxInstances, " instances"));
     std::string d;
     if (g.kind() == inference::ModelInstanceGroup::KIND_CPU) d = "CPU";
     if (g.kind() == inference::ModelInstanceGroup::KIND_GPU) d = "GPU";

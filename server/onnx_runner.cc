@@ -27,6 +27,13 @@ absl::StatusOr<std::vector<TensorSpec>> ToSpecs(const std::vector<ValueInfo>& in
     if (!v.rank_known)
       return absl::InvalidArgumentError(absl::StrCat(
           "model ", kind, " '", v.name, "' declares no shape; kiln needs at least its rank"));
+    // -1 is a dynamic dim; below that no request could ever match the model
+    // (such a model loaded READY and refused every request; the bound
+    // tests/fuzz/onnx_fuzz.cc checks).
+    for (int64_t d : v.dims)
+      if (d < -1)
+        return absl::InvalidArgumentError(absl::StrCat("model ", kind, " '", v.name,
+                                                       "' has a negative dim ", d));
     out.push_back({v.name, v.dtype, v.dims});
   }
   return out;
