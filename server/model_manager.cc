@@ -4,6 +4,7 @@
 
 #include <new>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -57,6 +58,25 @@ class ModelManager::ModelLock {
   const std::string name_;
 };
 
+// The running threads of timed loads. Shared with them: the last one counts
+// down after StopAll stopped waiting, when the manager may be gone.
+struct ModelManager::LoadThreads {
+  absl::Mutex mu;
+  int running ABSL_GUARDED_BY(mu) = 0;
+  void Add() {
+    absl::MutexLock l(&mu);
+    ++running;
+  }
+  void Done() {
+    absl::MutexLock l(&mu);
+    --running;
+  }
+  void AwaitNone() {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(+[](int* n) { return *n == 0; }, &running));
+  }
+};
+
 struct ModelManager::LoadCall {
   absl::Notification done;
   absl::Status status;    // set before `done`
@@ -69,7 +89,8 @@ ModelManager::ModelManager(Options options, BackendLoader* loader, Metrics* metr
       repository_(options_.repository),
       loader_(loader),
       metrics_(metrics),
-      clock_(clock) {}
+      clock_(clock),
+      load_threads_(std::make_shared<LoadThreads>()) {}
 
 ModelManager::~ModelManager() { StopAll(); }
 
@@ -92,6 +113,31 @@ absl::Status ModelManager::Start() {
   return first;
 }
 
+void ModelManager::RunTimedLoad(const std::string& name, std::shared_ptr<LoadCall> call,
+                                std::shared_ptr<LoadThreads> threads) {
+  absl::Status s;
+  {
+    ModelLock lock(this, name);
+    s = LoadLocked(name, call.get());
+  }
+  call->status = s;
+  call->done.Notify();
+  {
+    absl::MutexLock l(&mu_);
+    if (call->abandoned) {
+      if (--abandoned_[name] == 0) abandoned_.erase(name);
+      Entry& e = models_[name];
+      if (e.versions.empty()) e.state = "UNAVAILABLE";
+      e.reason = absl::StrCat("the last load passed the load timeout (",
+                              absl::FormatDuration(options_.load_timeout), ") and was discarded",
+                              absl::IsDeadlineExceeded(s) || s.ok()
+                                  ? ""
+                                  : absl::StrCat("; it then failed: ", s.message()));
+    }
+  }
+  threads->Done();  // the last use of the manager is above
+}
+
 absl::Status ModelManager::LoadTimed(const std::string& name) {
   if (options_.load_timeout == absl::InfiniteDuration()) {
     ModelLock lock(this, name);
@@ -105,32 +151,18 @@ absl::Status ModelManager::LoadTimed(const std::string& name) {
       return absl::UnavailableError(absl::StrCat(
           "model '", Echo(name), "': a load of it that passed the load timeout is still "
           "running; try again when it has ended (the repository index shows its state)"));
-    ++load_threads_;
+    load_threads_->Add();  // under mu_: StopAll, which sets stopped_, then waits for it
   }
-  // The thread keeps the manager alive: StopAll (and so the destructor)
-  // waits for load_threads_ to reach zero.
-  std::thread([this, name, call] {
-    absl::Status s;
-    {
-      ModelLock lock(this, name);
-      s = LoadLocked(name, call.get());
-    }
-    call->status = s;
-    call->done.Notify();
-    absl::MutexLock l(&mu_);
-    if (call->abandoned) {
-      if (--abandoned_[name] == 0) abandoned_.erase(name);
-      Entry& e = models_[name];
-      if (e.versions.empty()) e.state = "UNAVAILABLE";
-      e.reason = absl::StrCat("the last load passed the load timeout (",
-                              absl::FormatDuration(options_.load_timeout), ") and was discarded",
-                              absl::IsDeadlineExceeded(s) || s.ok()
-                                  ? ""
-                                  : absl::StrCat("; it then failed: ", s.message()));
-    }
-    --load_threads_;
-    busy_cv_.SignalAll();
-  }).detach();
+  // StopAll (and so the destructor) waits for the thread to count down.
+  std::thread worker;
+  try {
+    worker = std::thread(&ModelManager::RunTimedLoad, this, name, call, load_threads_);
+  } catch (const std::system_error& e) {
+    load_threads_->Done();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("loading ", Echo(name), ": cannot start a thread (", e.what(), ")"));
+  }
+  worker.detach();
   if (call->done.WaitForNotificationWithTimeout(options_.load_timeout)) return call->status;
   const std::string why = absl::StrCat(
       "loading took longer than the load timeout (", absl::FormatDuration(options_.load_timeout),
@@ -364,9 +396,13 @@ void ModelManager::StopAll() {
   {
     absl::MutexLock m(&mu_);
     stopped_ = true;
-    // Loads and unloads in progress end first (a load then finds the
-    // manager stopped and serves nothing).
-    while (!busy_.empty() || load_threads_ > 0) busy_cv_.Wait(&mu_);
+  }
+  // Loads and unloads in progress end first (a load then finds the manager
+  // stopped and serves nothing); timed loads run on threads of their own.
+  load_threads_->AwaitNone();
+  {
+    absl::MutexLock m(&mu_);
+    while (!busy_.empty()) busy_cv_.Wait(&mu_);
     for (auto& [name, e] : models_) {
       for (auto& [v, lm] : e.versions) all.push_back(lm);
       e.versions.clear();

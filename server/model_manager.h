@@ -136,6 +136,11 @@ class ModelManager {
 
   // Loads `name` under the load timeout (takes its ModelLock).
   absl::Status LoadTimed(const std::string& name);
+  // The thread of a timed load: loads, then settles what an abandoned one
+  // leaves behind.
+  struct LoadThreads;
+  void RunTimedLoad(const std::string& name, std::shared_ptr<LoadCall> call,
+                    std::shared_ptr<LoadThreads> threads);
 
   // Loads `name` (the caller holds its ModelLock); a failure (also an
   // exception such as std::bad_alloc) leaves it UNAVAILABLE with the
@@ -161,10 +166,11 @@ class ModelManager {
   // The per-model locks: names of the models with a Load / Unload in
   // progress; busy_cv_ is signalled when one ends.
   std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
-  absl::CondVar busy_cv_;  // also signalled when a load thread ends
+  absl::CondVar busy_cv_;
   // Loads past their timeout still running, per model.
   std::map<std::string, int> abandoned_ ABSL_GUARDED_BY(mu_);
-  int load_threads_ ABSL_GUARDED_BY(mu_) = 0;  // LoadTimed threads running
+  // The threads of timed loads still running (shared with them).
+  const std::shared_ptr<LoadThreads> load_threads_;
 };
 
 }  // namespace kiln

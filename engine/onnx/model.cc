@@ -58,9 +58,13 @@ absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
   ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
   ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
   Shape shape(sp.dims().begin(), sp.dims().end());
-  if (!CheckedNumel(shape, int64_t{1} << 32).ok())
-    return absl::InvalidArgumentError(
-        absl::StrCat("sparse initializer '", sp.values().name(), "': bad or huge shape"));
+  // The dense form is built on the host, so it is bounded like every host
+  // value (an 89-byte model asked for 16 GiB of zeros).
+  if (absl::StatusOr<int64_t> n = CheckedNumel(shape, kMaxHostElements, "its dense form");
+      !n.ok())
+    return absl::Status(n.status().code(), absl::StrCat("sparse initializer '",
+                                                        sp.values().name(), "': ",
+                                                        n.status().message()));
   HostTensor dense(values.dtype, shape);
   int64_t nnz = values.numel(), total = dense.numel();
   std::vector<int64_t> idx = indices.Int64s();

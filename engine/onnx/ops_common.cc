@@ -35,7 +35,10 @@ absl::StatusOr<HostTensor> ConstantNodeValue(const onnx::NodeProto& node, int op
     ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
     ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
     Shape shape(sp.dims().begin(), sp.dims().end());
-    if (!CheckedNumel(shape, int64_t{1} << 32).ok()) return Invalid("sparse_value: bad or huge shape");
+    // Built dense on the host: bounded like every host value.
+    if (absl::StatusOr<int64_t> n = CheckedNumel(shape, kMaxHostElements, "its dense form");
+        !n.ok())
+      return absl::Status(n.status().code(), absl::StrCat("sparse_value: ", n.status().message()));
     HostTensor dense(values.dtype, shape);
     std::vector<int64_t> idx = indices.Int64s();
     int64_t nnz = values.numel(), rank = static_cast<int64_t>(shape.size());

@@ -92,7 +92,9 @@ TEST(BeamTest, SearchTimesVariantsAndCachesTheChoice) {
   if (!r->cached) {  // a fresh cache: the search ran
     EXPECT_GE(r->variants, 2);
     EXPECT_GT(r->default_seconds, 0);
-    EXPECT_LE(r->best_seconds, r->default_seconds);
+    // Not best <= default: a later round re-times the pick, and on a busy
+    // machine that can come out slower (timings are never asserted).
+    EXPECT_GT(r->best_seconds, 0);
   }
   ExpectNear(RunWith(e, c.item, r->knobs), c.want);
   auto again = BeamSearch(c.item.ast, *ropts, cpu, bytes, 2);

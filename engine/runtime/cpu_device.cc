@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -423,7 +424,9 @@ absl::Status ClangCompiler::CompileGroup(const std::vector<std::string>& sources
   for (size_t i : group) {
     // Also file the combined object under each source's own key so that
     // later single compiles hit the cache (best effort).
-    link(combined_path.c_str(), (*paths)[i].c_str());
+    if (link(combined_path.c_str(), (*paths)[i].c_str()) != 0) {
+      // Not filed under its own key: a later single compile of it compiles.
+    }
     (*paths)[i] = combined_path;
   }
   return absl::OkStatus();
@@ -459,9 +462,16 @@ absl::StatusOr<std::vector<std::string>> ClangCompiler::CompileMany(
   std::vector<std::vector<size_t>> groups = BalanceGroups(missing, sources, jobs_);
   std::vector<absl::Status> status(groups.size());
   std::vector<std::thread> threads;
-  for (size_t g = 1; g < groups.size(); ++g)
-    threads.emplace_back([&, g] { status[g] = CompileGroup(sources, groups[g], &paths); });
-  if (!groups.empty() && !groups[0].empty()) status[0] = CompileGroup(sources, groups[0], &paths);
+  std::vector<size_t> inline_groups = {0};
+  for (size_t g = 1; g < groups.size(); ++g) {
+    try {
+      threads.emplace_back([&, g] { status[g] = CompileGroup(sources, groups[g], &paths); });
+    } catch (const std::system_error&) {
+      inline_groups.push_back(g);  // no thread to be had: compile it here
+    }
+  }
+  for (size_t g : inline_groups)
+    if (g < groups.size() && !groups[g].empty()) status[g] = CompileGroup(sources, groups[g], &paths);
   for (std::thread& t : threads) t.join();
   for (const absl::Status& s : status) RETURN_IF_ERROR(s);
   for (auto [i, first] : repeats) paths[i] = paths[first];
