@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/base/flags.h"
 #include "engine/base/status.h"
+#include "engine/runtime/disk_cache.h"
 
 extern char** environ;
 
@@ -328,9 +329,8 @@ std::string ClangCompiler::PathFor(const std::string& source) const {
 }
 
 absl::Status ClangCompiler::CompileTo(const std::string& source, const std::string& out, int n) {
-  static std::atomic<uint64_t> counter{0};
   const auto start = std::chrono::steady_clock::now();
-  const std::string tmp = absl::StrCat(out, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  const std::string tmp = out + UniqueTempSuffix();
   const std::string tmp_c = tmp + ".c";
   const std::string tmp_so = tmp + ".so";
   const std::string tmp_o = tmp + ".o";

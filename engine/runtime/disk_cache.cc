@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -86,12 +87,20 @@ std::optional<std::string> DiskCache::Get(const std::string& key) {
   return ss.str();
 }
 
-void DiskCache::Put(const std::string& key, const std::string& value) {
+std::string UniqueTempSuffix() {
+  static const uint64_t salt = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
   static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(".tmp.", getpid(), ".", absl::Hex(salt), ".", counter.fetch_add(1));
+}
+
+void DiskCache::Put(const std::string& key, const std::string& value) {
   std::string d = dir();
   if (d.empty()) return;
   std::string path = absl::StrCat(d, "/", Hash(key));
-  std::string tmp = absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  std::string tmp = path + UniqueTempSuffix();
   int fd = open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return;
   size_t done = 0;

@@ -40,6 +40,12 @@ class DiskCache {
   bool enabled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A suffix for a temporary file next to its final path (".tmp.PID.SALT.N"),
+// unique across processes that share a cache directory even when they run
+// in PID namespaces of their own (Bazel's sandboxes give every test a low,
+// equal PID): SALT is random per process.
+std::string UniqueTempSuffix();
+
 }  // namespace kiln
 
 #endif  // KILN_ENGINE_RUNTIME_DISK_CACHE_H_
