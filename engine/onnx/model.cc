@@ -52,48 +52,6 @@ std::string DimsStr(const std::vector<int64_t>& dims) {
   return absl::StrCat("(", absl::StrJoin(parts, ","), ")");
 }
 
-// Dense value of a sparse initializer.
-absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
-                                           const std::string& base_dir) {
-  ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
-  ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
-  Shape shape(sp.dims().begin(), sp.dims().end());
-  // The dense form is built on the host, so it is bounded like every host
-  // value (an 89-byte model asked for 16 GiB of zeros).
-  if (absl::StatusOr<int64_t> n = CheckedNumel(shape, kMaxHostElements, "its dense form");
-      !n.ok())
-    return absl::Status(n.status().code(), absl::StrCat("sparse initializer '",
-                                                        sp.values().name(), "': ",
-                                                        n.status().message()));
-  HostTensor dense(values.dtype, shape);
-  int64_t nnz = values.numel(), total = dense.numel();
-  std::vector<int64_t> idx = indices.Int64s();
-  bool linear = indices.ndim() == 1;
-  if ((linear && indices.numel() != nnz) ||
-      (!linear && (indices.ndim() != 2 || indices.shape[0] != nnz ||
-                   indices.shape[1] != static_cast<int64_t>(shape.size()))))
-    return absl::InvalidArgumentError(
-        absl::StrCat("sparse initializer '", sp.values().name(), "': bad indices shape"));
-  int item = values.dtype.ItemSize();
-  for (int64_t k = 0; k < nnz; ++k) {
-    int64_t flat = 0;
-    if (linear) {
-      flat = idx[k];
-    } else {
-      for (size_t d = 0; d < shape.size(); ++d) {
-        int64_t i = idx[k * shape.size() + d];
-        if (i < 0 || i >= shape[d]) flat = -1;
-        if (flat >= 0) flat = flat * shape[d] + i;
-      }
-    }
-    if (flat < 0 || flat >= total)
-      return absl::InvalidArgumentError(
-          absl::StrCat("sparse initializer '", sp.values().name(), "': index out of range"));
-    std::memcpy(dense.data.data() + flat * item, values.data.data() + k * item, item);
-  }
-  return dense;
-}
-
 absl::Status OutOfMemory(const std::string& what, const std::exception& e) {
   return absl::ResourceExhaustedError(
       absl::StrCat("out of memory ", what, " (", e.what(), ")"));
@@ -204,8 +162,12 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
     init_names.insert(t.name());
   }
   for (const onnx::SparseTensorProto& sp : g.sparse_initializer()) {
-    ASSIGN_OR_RETURN(HostTensor h, DenseFromSparse(sp, base_dir));
-    ASSIGN_OR_RETURN(OnnxValue v, CheckedConstant(std::move(h), engine_, device_));
+    absl::StatusOr<HostTensor> h = DenseFromSparse(sp, base_dir);
+    if (!h.ok())
+      return absl::Status(h.status().code(), absl::StrCat("sparse initializer '",
+                                                          sp.values().name(), "': ",
+                                                          h.status().message()));
+    ASSIGN_OR_RETURN(OnnxValue v, CheckedConstant(std::move(*h), engine_, device_));
     weights_.Set(sp.values().name(), std::move(v));
     init_names.insert(sp.values().name());
   }

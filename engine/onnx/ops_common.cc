@@ -31,35 +31,10 @@ absl::StatusOr<HostTensor> ConstantNodeValue(const onnx::NodeProto& node, int op
     return HostTensor::Vector(v);
   }
   if (n == "sparse_value") {
-    const onnx::SparseTensorProto& sp = a.sparse_tensor();
-    ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
-    ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
-    Shape shape(sp.dims().begin(), sp.dims().end());
-    // Built dense on the host: bounded like every host value.
-    if (absl::StatusOr<int64_t> n = CheckedNumel(shape, kMaxHostElements, "its dense form");
-        !n.ok())
-      return absl::Status(n.status().code(), absl::StrCat("sparse_value: ", n.status().message()));
-    HostTensor dense(values.dtype, shape);
-    std::vector<int64_t> idx = indices.Int64s();
-    int64_t nnz = values.numel(), rank = static_cast<int64_t>(shape.size());
-    bool linear = indices.ndim() == 1;
-    if (static_cast<int64_t>(idx.size()) != nnz * (linear ? 1 : rank))
-      return Invalid("sparse_value: indices do not match the values");
-    int item = values.dtype.ItemSize();
-    for (int64_t k = 0; k < nnz; ++k) {
-      int64_t flat = 0;
-      for (int64_t d = 0; d < (linear ? 1 : rank); ++d) {
-        if (linear) {
-          flat = idx[k];
-          break;
-        }
-        int64_t i = idx[k * rank + d];
-        if (i < 0 || i >= shape[d]) return Invalid("sparse_value: index out of range");
-        flat = flat * shape[d] + i;
-      }
-      if (flat < 0 || flat >= dense.numel()) return Invalid("sparse_value: index out of range");
-      std::memcpy(dense.data.data() + flat * item, values.data.data() + k * item, item);
-    }
+    absl::StatusOr<HostTensor> dense = DenseFromSparse(a.sparse_tensor(), base_dir);
+    if (!dense.ok())
+      return absl::Status(dense.status().code(),
+                          absl::StrCat("sparse_value: ", dense.status().message()));
     return dense;
   }
   if (n == "value_string" || n == "value_strings")

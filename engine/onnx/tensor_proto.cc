@@ -308,6 +308,36 @@ absl::StatusOr<HostTensor> HostTensorFromProto(const TensorProto& p, const std::
   return h;
 }
 
+absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sp,
+                                           const std::string& base_dir) {
+  ASSIGN_OR_RETURN(HostTensor values, HostTensorFromProto(sp.values(), base_dir));
+  ASSIGN_OR_RETURN(HostTensor indices, HostTensorFromProto(sp.indices(), base_dir));
+  Shape shape(sp.dims().begin(), sp.dims().end());
+  ASSIGN_OR_RETURN(int64_t total, CheckedNumel(shape, kMaxHostElements, "its dense form"));
+  const int64_t nnz = values.numel(), rank = static_cast<int64_t>(shape.size());
+  const bool linear = indices.ndim() == 1;
+  if ((linear && indices.numel() != nnz) ||
+      (!linear && (indices.ndim() != 2 || indices.shape[0] != nnz || indices.shape[1] != rank)))
+    return absl::InvalidArgumentError("bad indices shape");
+  HostTensor dense(values.dtype, shape);
+  const std::vector<int64_t> idx = indices.Int64s();
+  const int item = values.dtype.ItemSize();
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t flat = 0;
+    if (linear) {
+      flat = idx[k];
+    } else {
+      for (int64_t d = 0; d < rank && flat >= 0; ++d) {
+        const int64_t i = idx[k * rank + d];
+        flat = (i < 0 || i >= shape[d]) ? -1 : flat * shape[d] + i;
+      }
+    }
+    if (flat < 0 || flat >= total) return absl::InvalidArgumentError("index out of range");
+    std::memcpy(dense.data.data() + flat * item, values.data.data() + k * item, item);
+  }
+  return dense;
+}
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path, int64_t max_bytes) {
   int64_t size = 0;
   ASSIGN_OR_RETURN(int fd_num, OpenRegular(path, "file", &size));

@@ -19,6 +19,7 @@
 #include "engine/onnx/host_tensor.h"
 
 namespace onnx {
+class SparseTensorProto;
 class TensorProto;
 }  // namespace onnx
 
@@ -53,6 +54,14 @@ struct TensorBytes {
 };
 absl::StatusOr<std::optional<TensorBytes>> TensorBytesFromProto(const onnx::TensorProto& proto,
                                                                 const std::string& base_dir = "");
+
+// The dense value of a sparse tensor (a sparse initializer or a Constant's
+// sparse_value): indices [NNZ] (linear) or [NNZ, rank]. The dense form is
+// built on the host, so its size is bounded by kMaxHostElements before
+// anything is allocated (an 89-byte model once asked for 16 GiB of zeros).
+// Messages do not name the tensor: callers say which one it is.
+absl::StatusOr<HostTensor> DenseFromSparse(const onnx::SparseTensorProto& sparse,
+                                           const std::string& base_dir = "");
 
 // Reads a serialized TensorProto file (the test_data_set_*/input_*.pb files
 // of ONNX's test suite). `name` (may be null) gets the proto's name field.
