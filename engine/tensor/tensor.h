@@ -267,11 +267,16 @@ class Tensor {
   Tensor BatchNorm(const Tensor& scale, const Tensor& bias, const Tensor& mean,
                    const Tensor& var, double eps = 1e-5) const;
 
+  // How a convolution reads its windows: in place (direct), or copied out
+  // first with the output pixels contiguous (im2col, a matmul over
+  // Cin * kernel). kAuto chooses from the shapes (tensor_nn.cc, Im2Col).
+  enum class ConvAlgo { kAuto, kDirect, kIm2Col };
   struct ConvOptions {
     std::vector<int64_t> stride;    // default 1
     std::vector<int64_t> dilation;  // default 1
     Pads padding;                   // per spatial dim (before, after); default 0
     int64_t groups = 1;
+    ConvAlgo algo = ConvAlgo::kAuto;
   };
   // x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel): 1-D, 2-D (any rank).
   Tensor Conv(const Tensor& w, const Tensor* bias, const ConvOptions& o) const;
@@ -296,10 +301,13 @@ class Tensor {
   Tensor GlobalMaxPool() const;
 
   // Sliding windows over the last k dims: (..., *out, *kernel); padding with
-  // `pad_value`. Building block of conv and pooling.
+  // `pad_value`. Building block of conv and pooling. With `copy` (default) a
+  // padded or computed input is first copied to a plain buffer so the
+  // windows are one affine view; without it the view reads the input
+  // through its padding masks (for a caller that copies the windows).
   Tensor Pool(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
               const std::vector<int64_t>& dilation, const Pads& padding,
-              double pad_value = 0) const;
+              double pad_value = 0, bool copy = true) const;
 
   enum class ResizeMode { kNearest, kLinear };
   enum class CoordMode { kHalfPixel, kAsymmetric, kAlignCorners, kPytorchHalfPixel };

@@ -134,6 +134,28 @@ TEST_P(LinalgTest, MatmulShapes) {
   EXPECT_FALSE(T(a, {2, 3, 4}).Matmul(T(b, {5, 4, 2})).ok());  // batch 2 vs 5
 }
 
+// Attention heads merged back, (H, S, D) -> (S, H * D), then a linear
+// layer: the operand is read through two views, so it is copied first (one
+// more kernel) and the matmul reads it plainly.
+TEST_P(LinalgTest, MatmulCopiesAnOperandOfStackedViews) {
+  const int64_t h = 2, s = 5, d = 4, n = 3;
+  std::vector<float> x = Grid(h * s * d, 5), w = Grid(h * d * n, 6);
+  Tensor heads = T(x, {h, s, d}), wt = T(w, {h * d, n});
+  ASSERT_TRUE(heads.Realize().ok());
+  ASSERT_TRUE(wt.Realize().ok());
+  Tensor merged = heads.Permute({1, 0, 2}).Reshape({s, h * d});
+  ASSERT_GT(StOf(*merged.uop())->views().size(), 1u);
+  Tensor r = merged.Matmul(wt);
+  uint64_t before = e->stats().kernels_run;
+  ASSERT_TRUE(r.Realize().ok()) << r.status();
+  EXPECT_EQ(e->stats().kernels_run - before, 2u) << "copy, then matmul";
+  std::vector<float> m(s * h * d);
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      for (int64_t k = 0; k < d; ++k) m[(i * h + j) * d + k] = x[(j * s + i) * d + k];
+  Check(r, RefBmm(m, w, 1, s, h * d, n));
+}
+
 TEST_P(LinalgTest, MatmulDtypesAndLinear) {
   Tensor a = Tensor::FromVector<int32_t>(e, {1, 2, 3, 4, 5, 6}, {2, 3}, dtypes::kInt32, dev);
   Tensor b = Tensor::FromVector<int32_t>(e, {1, -1, 2, 0, 0, 3}, {3, 2}, dtypes::kInt32, dev);

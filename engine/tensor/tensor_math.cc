@@ -193,8 +193,18 @@ Tensor Tensor::Matmul(const Tensor& o) const {
   if (!o.ok()) return o;
   if (ndim() == 0 || o.ndim() == 0)
     return TensorInternal::ErrorLike(*this, absl::InvalidArgumentError("matmul of a scalar"));
-  Tensor a = ndim() == 1 ? Reshape({1, shape()[0]}) : *this;
-  Tensor b = o.ndim() == 1 ? o.Reshape({o.shape()[0], 1}) : o;
+  // An operand read through stacked views (a transposed value reshaped:
+  // attention heads merged back, (H, S, D) -> (S, H * D)) has no stride
+  // along K; its loads in the matmul's inner loop become index arithmetic
+  // element by element and nothing vectorizes. A copy (one elementwise
+  // kernel over the operand, against K times as many FMAs) gives the matmul
+  // a plain operand.
+  auto plain = [](const Tensor& t) {
+    const UOp& u = *t.uop();
+    return u.op() == Op::kView && StOf(u)->views().size() > 1 ? t.Contiguous() : t;
+  };
+  Tensor a = plain(ndim() == 1 ? Reshape({1, shape()[0]}) : *this);
+  Tensor b = plain(o.ndim() == 1 ? o.Reshape({o.shape()[0], 1}) : o);
   int64_t k = a.shape().back();
   if (b.shape()[b.ndim() - 2] != k)
     return TensorInternal::ErrorLike(

@@ -94,11 +94,15 @@ class NnTest : public DeviceTest {
     Shape want_shape;
     std::vector<double> want = RefConv(c, x, w, b, &want_shape);
     Tensor bias = T(b, {c.w[0]});
-    Tensor::ConvOptions o{c.stride, c.dilation, c.pads, c.groups};
-    Tensor r = T(x, c.x).Conv(T(w, c.w), c.bias ? &bias : nullptr, o);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r.shape(), want_shape);
-    Check(r, want);
+    // Every case both ways: windows read in place, and copied out (im2col).
+    for (Tensor::ConvAlgo algo : {Tensor::ConvAlgo::kDirect, Tensor::ConvAlgo::kIm2Col}) {
+      SCOPED_TRACE(algo == Tensor::ConvAlgo::kDirect ? "direct" : "im2col");
+      Tensor::ConvOptions o{c.stride, c.dilation, c.pads, c.groups, algo};
+      Tensor r = T(x, c.x).Conv(T(w, c.w), c.bias ? &bias : nullptr, o);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r.shape(), want_shape);
+      Check(r, want);
+    }
   }
 };
 
@@ -180,14 +184,58 @@ TEST_P(NnTest, ConvDefaultsAndBiasFusion) {
   ASSERT_TRUE(x.Realize().ok());
   ASSERT_TRUE(w.Realize().ok());
   ASSERT_TRUE(b.Realize().ok());
-  Tensor r = x.Conv(w, &b, {});
-  EXPECT_EQ(r.shape(), (Shape{1, 3, 6, 6}));
-  uint64_t before = e->stats().kernels_run;
-  ASSERT_TRUE(r.Realize().ok());
-  EXPECT_EQ(e->stats().kernels_run - before, 1u) << "conv + bias should be one kernel";
   ConvCase c{{1, 2, 8, 8}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1, true};
   Shape s;
-  Check(r, RefConv(c, Fill(128, 5), Fill(54, 6), {1, 2, 3}, &s));
+  std::vector<double> want = RefConv(c, Fill(128, 5), Fill(54, 6), {1, 2, 3}, &s);
+  // Direct: conv + bias is one kernel; im2col: the window copy, then the
+  // matmul with the bias fused.
+  for (auto [algo, kernels] : {std::pair{Tensor::ConvAlgo::kDirect, 1u},
+                               std::pair{Tensor::ConvAlgo::kIm2Col, 2u}}) {
+    Tensor::ConvOptions o;
+    o.algo = algo;
+    Tensor r = x.Conv(w, &b, o);
+    EXPECT_EQ(r.shape(), (Shape{1, 3, 6, 6}));
+    uint64_t before = e->stats().kernels_run;
+    ASSERT_TRUE(r.Realize().ok());
+    EXPECT_EQ(e->stats().kernels_run - before, kernels) << "conv + bias fused";
+    Check(r, want);
+  }
+}
+
+// The automatic choice: short output rows of a dense convolution copy their
+// windows (one more kernel); long rows, grouped convolutions and 1x1
+// stride-1 convolutions read them in place.
+TEST_P(NnTest, ConvChoosesIm2ColFromTheShape) {
+  struct Case {
+    Shape x, w;
+    int64_t groups, stride;
+    uint64_t kernels;
+  } cases[] = {
+      {{1, 4, 9, 9}, {8, 4, 3, 3}, 1, 1, 2},       // 7-wide rows: im2col
+      {{1, 4, 9, 66}, {8, 4, 3, 3}, 1, 1, 1},      // 64-wide rows: direct
+      {{1, 4, 9, 9}, {8, 1, 3, 3}, 4, 1, 1},       // depthwise: direct
+      {{1, 4, 7, 7}, {8, 4, 1, 1}, 1, 1, 1},       // 1x1: already a matmul
+      {{1, 4, 14, 14}, {8, 4, 1, 1}, 1, 2, 2},     // 1x1 stride 2: im2col
+      {{1, 64, 40, 30}, {2, 64, 3, 3}, 1, 1, 2},   // a 2.3 MiB copy: im2col
+      {{1, 128, 40, 30}, {2, 128, 3, 3}, 1, 1, 1},  // a 4.7 MiB copy: direct
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::PrintToString(c.x) + " * " + testing::PrintToString(c.w));
+    std::vector<float> xv = Fill(Prod(c.x), 1), wv = Fill(Prod(c.w), 2);
+    Tensor x = T(xv, c.x), w = T(wv, c.w);
+    ASSERT_TRUE(x.Realize().ok());
+    ASSERT_TRUE(w.Realize().ok());
+    Tensor::ConvOptions o;
+    o.groups = c.groups;
+    o.stride = {c.stride, c.stride};
+    Tensor r = x.Conv(w, nullptr, o);
+    uint64_t before = e->stats().kernels_run;
+    ASSERT_TRUE(r.Realize().ok()) << r.status();
+    EXPECT_EQ(e->stats().kernels_run - before, c.kernels);
+    ConvCase ref{c.x, c.w, {c.stride, c.stride}, {1, 1}, {{0, 0}, {0, 0}}, c.groups, false};
+    Shape s;
+    Check(r, RefConv(ref, xv, wv, {}, &s));
+  }
 }
 
 TEST_P(NnTest, ConvHalfAndEmptyBatch) {
