@@ -13,6 +13,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/registry.h"
 #include "server/clock.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/metrics_http.h"
 #include "server/onnx_runner.h"
@@ -44,8 +45,10 @@ struct KilnServer::Impl {
   std::shared_ptr<EngineCollector> engine_collector;
   std::unique_ptr<MetricsHttpServer> metrics_http;
   ServerState state;
+  std::unique_ptr<InferenceCore> core;
   std::unique_ptr<InferenceService> service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<HttpServer> http;
 
   void SetServing(bool serving) {
     if (!server) return;
@@ -128,12 +131,14 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   mo.default_max_batch = options.default_max_batch;
   mo.pad_to_captured = options.pad_to_captured;
   s->manager_ = std::make_unique<ModelManager>(mo, im.loader.get(), im.metrics.get(), &im.clock);
+  InferenceCore::Options co;
+  co.limits.max_input_bytes = options.max_input_bytes;
+  co.auth_token = options.auth_token;
+  im.core = std::make_unique<InferenceCore>(s->manager_.get(), im.metrics.get(), &im.state, co);
   InferenceService::Options so;
-  so.limits.max_input_bytes = options.max_input_bytes;
-  so.auth_token = options.auth_token;
   so.max_streams = options.max_streams;
   so.max_stream_inflight = options.max_stream_inflight;
-  im.service = std::make_unique<InferenceService>(s->manager_.get(), im.metrics.get(), &im.state, so);
+  im.service = std::make_unique<InferenceService>(im.core.get(), im.metrics.get(), so);
 
   // gRPC server.
   grpc::EnableDefaultHealthCheckService(true);
@@ -157,6 +162,21 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   if (!im.server || s->grpc_port_ == 0)
     return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", addr));
   im.SetServing(false);
+
+  // HTTP/REST server over the same core.
+  if (options.http_port >= 0) {
+    HttpServerOptions ho;
+    ho.address = options.http_address.empty() ? options.address : options.http_address;
+    ho.port = options.http_port;
+    ho.num_threads = options.http_threads;
+    ho.max_body_bytes = options.http_max_body_bytes > 0 ? options.http_max_body_bytes
+                                                        : options.max_message_bytes;
+    ho.max_json_bytes = options.http_max_json_bytes;
+    ho.tls_cert = options.tls_cert;
+    ho.tls_key = options.tls_key;
+    ASSIGN_OR_RETURN(im.http, HttpServer::Start(ho, im.core.get(), im.metrics.get()));
+    s->http_port_ = im.http->port();
+  }
 
   s->startup_status_ = s->manager_->Start();
   if (!s->startup_status_.ok() && options.exit_on_error) return s->startup_status_;
@@ -187,18 +207,23 @@ void KilnServer::Shutdown() {
   // deadline). Streams end themselves once they have answered what they read.
   absl::Time deadline = absl::Now() + im.options.exit_timeout;
   absl::Time quiet_since = absl::Now();
-  while (im.service && absl::Now() < deadline) {
-    if (im.service->active_calls() > 0) quiet_since = absl::Now();
+  while (im.core && absl::Now() < deadline) {
+    if (im.core->active_calls() > 0) quiet_since = absl::Now();
     else if (absl::Now() - quiet_since >= absl::Milliseconds(100)) break;
     absl::SleepFor(absl::Milliseconds(5));
   }
+  // HTTP: cancels what still waits (past the deadline), closes the port and
+  // waits for its handlers.
+  if (im.http) im.http->Stop();
   if (im.server) {
     im.server->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now() + absl::Seconds(1))));
     im.server->Wait();
   }
   drain.join();
   im.server.reset();
+  im.http.reset();
   im.service.reset();
+  im.core.reset();
   manager_.reset();
 }
 

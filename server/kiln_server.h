@@ -1,13 +1,17 @@
 // KilnServer: kilnd assembled. Owns the device registry and engine, the
 // ONNX backend loader (or an injected one), the metrics registry and its
-// HTTP endpoint (MetricsHttpServer), the model manager, the gRPC service (plus gRPC's standard
-// health service, grpc.health.v1) and the gRPC server.
+// HTTP endpoint (MetricsHttpServer), the model manager, the transport-neutral
+// InferenceCore, the gRPC service (plus gRPC's standard health service,
+// grpc.health.v1) and the gRPC server, and the HTTP/REST server (HttpServer)
+// over the same core.
 //
-// Start binds the ports (0 = any free port; see grpc_port() /
+// Start binds the ports (0 = any free port; see grpc_port() / http_port() /
 // metrics_port()), serves liveness at once, loads the startup models, and
 // then reports ready (ServerReady, health SERVING). Shutdown stops
-// accepting new calls, lets in-flight calls finish within exit_timeout
-// (cancelling what is left after that), and drains and unloads every model.
+// accepting new calls (both transports answer UNAVAILABLE / 503 while
+// the calls in flight finish within exit_timeout, cancelling what is left
+// after that), closes the HTTP and gRPC ports, and drains and unloads every
+// model.
 // The metrics endpoint stays up until the server is destroyed.
 //
 // Thread safety: Start / Shutdown from one thread; the server itself serves
@@ -31,6 +35,13 @@ struct KilnServerOptions {
   std::string address = "0.0.0.0";  // gRPC (and by default metrics) bind address
   int grpc_port = 8001;              // 0: any free port
   int metrics_port = 8002;           // 0: any free port; -1: no metrics endpoint
+  // HTTP/REST (KServe v2 REST): 0 any free port, -1 off (kilnd's
+  // --http-port defaults to 8000; in-process users opt in).
+  int http_port = -1;
+  std::string http_address;          // empty: `address`
+  int http_threads = 16;
+  int64_t http_max_body_bytes = 0;   // 0: max_message_bytes
+  int64_t http_max_json_bytes = int64_t{32} << 20;  // JSON part of a request
   std::string metrics_address;       // empty: `address`
   std::string metrics_auth_token;    // empty: /metrics without authentication
   std::string device = "CPU";
@@ -68,6 +79,7 @@ class KilnServer {
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
+  int http_port() const { return http_port_; }  // -1: off
   // Status of loading the startup models (OK when all loaded).
   const absl::Status& startup_status() const { return startup_status_; }
   ModelManager* manager() { return manager_.get(); }
@@ -82,6 +94,7 @@ class KilnServer {
   std::unique_ptr<ModelManager> manager_;
   int grpc_port_ = 0;
   int metrics_port_ = -1;
+  int http_port_ = -1;
   absl::Status startup_status_;
   bool shut_down_ = false;
 };

@@ -1,7 +1,8 @@
 // kilnd: kiln's inference server.
 //
-//   kilnd --model-repository=models [--grpc-port=8001] [--metrics-port=8002]
+//   kilnd --model-repository=models [--grpc-port=8001] [--http-port=8000] [--metrics-port=8002]
 //         [--device=CPU] [--model-control-mode=none|explicit] [--load-model=M ...]
+//         [--http-address=A] [--http-threads=16] [--http-max-body-bytes=N] [--http-max-json-bytes=N]
 //         [--tls-cert=F --tls-key=F] [--auth-token-file=F | --auth-token=T]
 //         [--metrics-address=A] [--metrics-auth-token-file=F]
 //         [--max-memory-bytes=N] [--exit-timeout=30] [--ready-file=F]
@@ -23,6 +24,7 @@
 #include "engine/base/flags.h"
 #include "server/auth_token.h"
 #include "server/flags.h"
+#include "server/http_server.h"
 #include "server/kiln_server.h"
 #include "server/memory_limit.h"
 #include "server/service.h"
@@ -52,6 +54,8 @@ int main(int argc, char** argv) {
   std::string mode = "none", auth_file, ready_file;
   std::string auth_flag, metrics_auth_file;
   int64_t grpc_port = o.grpc_port, metrics_port = o.metrics_port;
+  int64_t http_port = 8000, http_threads = o.http_threads, http_max_body = 0;
+  int64_t http_max_json = o.http_max_json_bytes;
   int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
   int64_t beam = kiln::GetEnvInt("BEAM", 0);
   double exit_timeout = 30, load_timeout = 600;
@@ -62,8 +66,24 @@ int main(int argc, char** argv) {
   kiln::FlagParser flags;
   flags.AddString("model-repository", &o.model_repository, "model repository directory");
   flags.AddString("address", &o.address,
-                  "bind address of the gRPC port (and of the metrics port by default)");
+                  "bind address of the gRPC port (and of the HTTP/REST and metrics ports by "
+                  "default)");
   flags.AddInt("grpc-port", &grpc_port, "gRPC port (0: any free port)");
+  flags.AddInt("http-port", &http_port,
+               "HTTP/REST port, KServe v2 REST + Triton's extensions (0: any free port, -1: "
+               "off); plain HTTP only (with --tls-cert it stays off), the same bearer token as "
+               "gRPC");
+  flags.AddString("http-address", &o.http_address,
+                  "bind address of the HTTP/REST port (default: --address)");
+  flags.AddInt("http-threads", &http_threads,
+               "HTTP/REST worker threads (each serves one connection at a time)");
+  flags.AddInt("http-max-body-bytes", &http_max_body,
+               "largest HTTP/REST request body, refused with 413 before it is read (0: "
+               "--max-message-bytes)");
+  flags.AddInt("http-max-json-bytes", &http_max_json,
+               "largest JSON part of an HTTP/REST request (the whole body, or the header "
+               "before binary tensor data), refused with 413: parsed JSON takes up to ~16x "
+               "its size in memory; send large tensors as binary data");
   flags.AddInt("metrics-port", &metrics_port, "Prometheus /metrics port (0: any, -1: off)");
   flags.AddString("metrics-address", &o.metrics_address,
                   "bind address of the metrics port (default: --address)");
@@ -73,11 +93,14 @@ int main(int argc, char** argv) {
   flags.AddString("device", &o.device, "engine device: CPU, OPENCL, CUDA or INTERP");
   flags.AddString("model-control-mode", &mode, "none (load all at start) or explicit (API)");
   flags.AddList("load-model", &o.load_models, "explicit mode: model to load at start (repeat)");
-  flags.AddString("tls-cert", &o.tls_cert, "PEM server certificate (with --tls-key)");
+  flags.AddString("tls-cert", &o.tls_cert,
+                  "PEM server certificate (with --tls-key): gRPC over TLS; the HTTP/REST port "
+                  "has no HTTPS and then stays off (--http-port with it is refused)");
   flags.AddString("tls-key", &o.tls_key, "PEM private key (with --tls-cert)");
   flags.AddString("auth-token-file", &auth_file,
-                  "require 'authorization: Bearer <token>' on the inference RPCs, the token "
-                  "read from this file (also $KILN_AUTH_TOKEN; an empty token refuses to start)");
+                  "require 'authorization: Bearer <token>' on the inference RPCs and the "
+                  "HTTP/REST paths but /v2/health/*, the token read from this file (also "
+                  "$KILN_AUTH_TOKEN; an empty token refuses to start)");
   flags.AddString("auth-token", &auth_flag,
                   "the token itself (warns: other local users see it in /proc/PID/cmdline)");
   flags.AddInt("max-message-bytes", &o.max_message_bytes, "largest gRPC message");
@@ -107,7 +130,8 @@ int main(int argc, char** argv) {
   flags.AddBool("no-pad", &no_pad, "never pad a batch up to a captured batch size");
   flags.AddBool("exit-on-error", &o.exit_on_error, "exit if a startup model fails to load");
   flags.AddString("ready-file", &ready_file,
-                  "write 'grpc_port=N' and 'metrics_port=N' lines here once ready");
+                  "write 'grpc_port=N', 'http_port=N' and 'metrics_port=N' lines here once "
+                  "ready (-1: off)");
   flags.AddBool("help", &help, "print this help");
   absl::Status s = flags.Parse(argc, argv);
   if (!s.ok()) return Fail(absl::StrCat(s.message(), "\nflags:\n", flags.Usage()));
@@ -123,6 +147,10 @@ int main(int argc, char** argv) {
     return Fail("--load-model needs --model-control-mode=explicit");
   if (grpc_port < 0 || grpc_port > 65535) return Fail("--grpc-port out of range");
   if (metrics_port < -1 || metrics_port > 65535) return Fail("--metrics-port out of range");
+  if (http_port < -1 || http_port > 65535) return Fail("--http-port out of range");
+  if (http_threads < 1 || http_threads > 1024) return Fail("--http-threads out of range");
+  if (http_max_body < 0) return Fail("--http-max-body-bytes must be >= 0");
+  if (http_max_json < 1) return Fail("--http-max-json-bytes must be >= 1");
   if (exit_timeout < 0 || exit_timeout > 86400) return Fail("--exit-timeout out of range");
   if (!(load_timeout >= 0 && load_timeout <= 86400)) return Fail("--load-timeout out of range");
   if (max_captures < 1 || max_captures > 4096) return Fail("--jit-max-captures out of range");
@@ -143,6 +171,18 @@ int main(int argc, char** argv) {
     return Fail("--default-max-batch out of range");
   o.grpc_port = static_cast<int>(grpc_port);
   o.metrics_port = static_cast<int>(metrics_port);
+  o.http_port = static_cast<int>(http_port);
+  // No HTTPS on the REST port (kiln::kNoHttps): with TLS it stays off by
+  // default, and asking for it explicitly is an error (never plain text
+  // next to a TLS gRPC port).
+  if (!o.tls_cert.empty() && o.http_port >= 0) {
+    if (flags.IsSet("http-port")) return Fail(kiln::kNoHttps);
+    std::fprintf(stderr, "kilnd: warning: HTTP/REST off: %s\n", kiln::kNoHttps);
+    o.http_port = -1;
+  }
+  o.http_threads = static_cast<int>(http_threads);
+  o.http_max_body_bytes = http_max_body;
+  o.http_max_json_bytes = http_max_json;
   o.exit_timeout = absl::Seconds(exit_timeout);
   o.load_timeout = load_timeout == 0 ? absl::InfiniteDuration() : absl::Seconds(load_timeout);
   o.jit_max_captures = static_cast<size_t>(max_captures);
@@ -191,12 +231,18 @@ int main(int argc, char** argv) {
                                   o.metrics_auth_token.empty() ? "" : " (bearer auth)")
                          .c_str()
                    : "(off)");
+  if ((*server)->http_port() >= 0)
+    std::fprintf(stderr, "kilnd: serving HTTP/REST on %s://%s:%d%s\n",
+                 o.tls_cert.empty() ? "http" : "https",
+                 (o.http_address.empty() ? o.address : o.http_address).c_str(),
+                 (*server)->http_port(), o.auth_token.empty() ? "" : " (bearer auth)");
   std::fprintf(stderr, "kilnd: memory limit %s\n",
                o.max_memory_bytes == 0
                    ? "none (--max-memory-bytes=0)"
                    : absl::StrCat(o.max_memory_bytes, " bytes of ", o.device, " memory").c_str());
   if (!ready_file.empty() &&
       !WriteFileAtomically(ready_file, absl::StrCat("grpc_port=", (*server)->grpc_port(),
+                                                    "\nhttp_port=", (*server)->http_port(),
                                                     "\nmetrics_port=", (*server)->metrics_port(),
                                                     "\npid=", getpid(), "\n")))
     std::fprintf(stderr, "kilnd: warning: cannot write %s\n", ready_file.c_str());

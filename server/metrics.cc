@@ -134,6 +134,11 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry)
       rpcs_(BuildCounter()
                 .Name("kiln_rpc_requests_total")
                 .Help("gRPC requests by method and status code")
+                .Register(*registry_)),
+      http_(BuildCounter()
+                .Name("kiln_http_requests_total")
+                .Help("HTTP/REST requests by method (the gRPC method doing the same) and HTTP "
+                      "status")
                 .Register(*registry_)) {}
 
 std::shared_ptr<ModelMetrics> Metrics::ForModel(const std::string& model,
@@ -172,6 +177,10 @@ std::shared_ptr<ModelMetrics> Metrics::ForModel(const std::string& model,
 
 void Metrics::CountRpc(const std::string& method, const std::string& code) {
   rpcs_.Add({{"method", method}, {"code", code}}).Increment();
+}
+
+void Metrics::CountHttp(const std::string& method, int status) {
+  http_.Add({{"method", method}, {"status", std::to_string(status)}}).Increment();
 }
 
 std::vector<prometheus::MetricFamily> EngineCollector::Collect() const {

@@ -23,7 +23,9 @@
 //   kiln_estimated_bytes_total                   counter (memory traffic)
 //   kiln_achieved_flops_per_second               gauge (last execution)
 //
-// Server-wide: kiln_rpc_requests_total{method, code}; engine-wide (read at
+// Server-wide: kiln_rpc_requests_total{method, code} (gRPC),
+// kiln_http_requests_total{method, status} (HTTP/REST: the same method
+// names, "other" for unknown paths, and the HTTP status); engine-wide (read at
 // scrape time from the Engine and the device allocators, see
 // EngineCollector): kiln_kernels_compiled_total,
 // kiln_kernel_compile_seconds_total, kiln_device_memory_allocated_bytes
@@ -92,6 +94,8 @@ class Metrics {
   std::shared_ptr<ModelMetrics> ForModel(const std::string& model, const std::string& version);
   // Counts one RPC by method and final status code name ("OK", "NOT_FOUND").
   void CountRpc(const std::string& method, const std::string& code);
+  // Counts one HTTP/REST request by operation ("ModelInfer") and HTTP status.
+  void CountHttp(const std::string& method, int status);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -117,6 +121,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& bytes_;
   prometheus::Family<prometheus::Gauge>& flops_per_second_;
   prometheus::Family<prometheus::Counter>& rpcs_;
+  prometheus::Family<prometheus::Counter>& http_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<ModelMetrics>> models_;  // guarded by mu_
 };

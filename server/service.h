@@ -1,14 +1,13 @@
 // InferenceService: kiln's gRPC handlers for inference.GRPCInferenceService
-// (the KServe v2 API plus Triton's extensions). Handlers stay thin: check
-// auth, look the model up, decode + validate (infer_codec), enqueue,
-// wait, encode, count. Every absl::Status maps to the gRPC code of the same
-// number (ToGrpcStatus), so NOT_FOUND / INVALID_ARGUMENT / UNAVAILABLE /
+// (the KServe v2 API plus Triton's extensions), a thin adapter over
+// InferenceCore (inference_core.h), which the HTTP/REST port shares: each
+// handler reads the `authorization` metadata, calls the core and counts the
+// RPC. Every absl::Status maps to the gRPC code of the same number
+// (ToGrpcStatus), so NOT_FOUND / INVALID_ARGUMENT / UNAVAILABLE /
 // CANCELLED reach clients as the protocol prescribes.
 //
-// A unary ModelInfer waits for its request while polling for client
-// cancellation; on cancellation the request is marked cancelled (the
-// batcher drops it if it has not run) and the handler still waits for its
-// completion, so no request outlives the message its data points into.
+// A unary ModelInfer passes the core gRPC's cancellation flag
+// (ServerContext::IsCancelled) to poll.
 // ModelStreamInfer reads on the handler thread and writes responses from a
 // writer thread in completion order; errors travel in-band. Streams are
 // bounded: at most max_streams at once (more are refused with
@@ -26,41 +25,25 @@
 
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.grpc.pb.h"
-#include "server/infer_codec.h"
+#include "server/inference_core.h"
 #include "server/metrics.h"
-#include "server/model_manager.h"
+#include "server/status_codes.h"
 
 namespace kiln {
 
-inline constexpr char kServerName[] = "kiln";
-inline constexpr char kServerVersion[] = "0.1.0";
-
-// Liveness / readiness shared by the service, the health service and main.
-struct ServerState {
-  std::atomic<bool> ready{false};
-  std::atomic<bool> shutting_down{false};
-};
-
 // The same code; the message is cut to 4 KiB ("...(N bytes)").
 grpc::Status ToGrpcStatus(const absl::Status& s);
-// "OK", "NOT_FOUND", ... for a gRPC code.
+// "OK", "NOT_FOUND", ... for a gRPC code (status_codes.h's table).
 std::string GrpcCodeName(grpc::StatusCode code);
-// The failure reason label of a status: its code name in lower case.
-std::string ReasonOf(const absl::Status& s);
 
 class InferenceService final : public inference::GRPCInferenceService::Service {
  public:
   struct Options {
-    CodecLimits limits;
-    std::string auth_token;  // empty: no authentication
     int max_streams = 64;          // concurrent ModelStreamInfer calls
     int max_stream_inflight = 64;  // unanswered requests per stream
   };
-  // All pointers must outlive the service; `metrics` may be null.
-  InferenceService(ModelManager* manager, Metrics* metrics, ServerState* state, Options options);
-
-  // Handlers currently running (for a graceful shutdown).
-  int active_calls() const { return active_.load(); }
+  // `core` must outlive the service; `metrics` may be null.
+  InferenceService(InferenceCore* core, Metrics* metrics, Options options);
 
   grpc::Status ServerLive(grpc::ServerContext* ctx, const inference::ServerLiveRequest* req,
                           inference::ServerLiveResponse* resp) override;
@@ -95,29 +78,14 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
                                      inference::RepositoryModelUnloadResponse* resp) override;
 
  private:
-  // Auth check; OK or UNAUTHENTICATED.
-  grpc::Status Authorize(grpc::ServerContext* ctx) const;
-  // Counts the RPC and returns `s`.
-  grpc::Status Done(const char* method, grpc::Status s);
-  // Decodes, validates and enqueues `req`; on success the request will be
-  // completed through `callback`. Returns the model for accounting.
-  absl::Status Submit(const inference::ModelInferRequest& req, InferRequest::Callback callback,
-                      std::shared_ptr<LoadedModel>* model, RequestPtr* request);
-  // Success / failure accounting of one finished inference request.
-  void Account(LoadedModel* model, absl::Time start, const absl::StatusOr<InferResult>& r);
+  // Auth check of the call's `authorization` metadata.
+  absl::Status Authorize(grpc::ServerContext* ctx) const;
+  // Counts the RPC and returns `s` as a grpc::Status.
+  grpc::Status Done(const char* method, const absl::Status& s);
 
-  // Counts a handler as active for its lifetime.
-  struct ActiveCall {
-    explicit ActiveCall(std::atomic<int>* n) : n_(n) { ++*n_; }
-    ~ActiveCall() { --*n_; }
-    std::atomic<int>* n_;
-  };
-
-  std::atomic<int> active_{0};
   std::atomic<int> streams_{0};
-  ModelManager* const manager_;
+  InferenceCore* const core_;
   Metrics* const metrics_;
-  ServerState* const state_;
   const Options options_;
 };
 

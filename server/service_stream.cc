@@ -43,7 +43,7 @@ grpc::Status InferenceService::ModelStreamInfer(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>*
         stream) {
-  ActiveCall active(&active_);
+  InferenceCore::ActiveCall active(core_);
   if (auto a = Authorize(ctx); !a.ok()) return Done("ModelStreamInfer", a);
   struct StreamSlot {
     explicit StreamSlot(std::atomic<int>* n) : n_(n) { ++*n_; }
@@ -51,9 +51,9 @@ grpc::Status InferenceService::ModelStreamInfer(
     std::atomic<int>* n_;
   } slot(&streams_);
   if (streams_.load() > options_.max_streams)
-    return Done("ModelStreamInfer",
-                ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-                    "too many streams: at most ", options_.max_streams, " at once"))));
+    return Done("ModelStreamInfer", absl::ResourceExhaustedError(absl::StrCat(
+                                        "too many streams: at most ", options_.max_streams,
+                                        " at once")));
   auto st = std::make_shared<StreamState>();
 
   std::thread writer([this, st, stream, ctx] {
@@ -68,7 +68,7 @@ grpc::Status InferenceService::ModelStreamInfer(
         // Shutting down: once everything read is answered, end the call
         // (the reader may be blocked in Read for an idle client).
         while (!st->mu.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50))) {
-          if (!cancelled && state_->shutting_down.load() && st->items.empty()) {
+          if (!cancelled && core_->state()->shutting_down.load() && st->items.empty()) {
             ctx->TryCancel();
             cancelled = true;
           }
@@ -80,7 +80,7 @@ grpc::Status InferenceService::ModelStreamInfer(
         item = std::move(it->second);
         st->items.erase(it);
       }
-      Account(item->model.get(), item->start, item->result);
+      core_->Account(item->model.get(), item->start, item->result);
       inference::ModelStreamInferResponse resp;
       if (item->result.ok()) {
         EncodeInferResponse(*std::move(item->result), item->model->name(), item->model->version_string(),
@@ -118,7 +118,7 @@ grpc::Status InferenceService::ModelStreamInfer(
     std::weak_ptr<StreamState> weak = st;
     std::shared_ptr<LoadedModel> model;
     RequestPtr request;
-    absl::Status s = Submit(
+    absl::Status s = core_->Submit(
         *raw->req,
         [weak, id](absl::StatusOr<InferResult> r) {
           std::shared_ptr<StreamState> state = weak.lock();
@@ -156,7 +156,7 @@ grpc::Status InferenceService::ModelStreamInfer(
     st->reading_done = true;
   }
   writer.join();
-  return Done("ModelStreamInfer", grpc::Status::OK);
+  return Done("ModelStreamInfer", absl::OkStatus());
 }
 
 }  // namespace kiln

@@ -1,6 +1,10 @@
 // In-process tests of the gRPC service: a KilnServer on 127.0.0.1 free
 // ports with the fake backend, driven through the C++ client library.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -75,16 +79,41 @@ std::vector<float> Floats(const ClientTensor& t) {
   return v;
 }
 
+// POSTs `body` to 127.0.0.1:port`path` (Connection: close); returns the whole
+// response (status line, headers, body).
+std::string HttpPost(int port, const std::string& path, const std::string& body) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    std::string req = absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nContent-Length: ",
+                                   body.size(), "\r\nConnection: close\r\n\r\n", body);
+    (void)!::write(fd, req.data(), req.size());
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   // `metrics`: serve /metrics (stopping its HTTP server takes ~2 s).
+  // `http`: serve HTTP/REST too.
   void Start(ControlMode mode = ControlMode::kNone, const std::string& token = "",
-             bool metrics = false) {
+             bool metrics = false, bool http = false) {
     KilnServerOptions o;
     o.model_repository = MakeRepo(::testing::UnitTest::GetInstance()->current_test_info()->name());
     o.address = "127.0.0.1";
     o.grpc_port = 0;
     o.metrics_port = metrics ? 0 : -1;
+    o.http_port = http ? 0 : -1;
     o.mode = mode;
     o.auth_token = token;
     o.exit_timeout = absl::Seconds(5);
@@ -108,6 +137,42 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<KilnServer> server_;
   std::unique_ptr<KilnClient> client_;
 };
+
+// gRPC and HTTP/REST are two adapters over one InferenceCore: a request
+// through either is counted in the same statistics, and a bad request gets
+// the same message from both.
+TEST_F(ServiceTest, GrpcAndRestShareTheCore) {
+  Start(ControlMode::kNone, "", /*metrics=*/false, /*http=*/true);
+  ASSERT_GT(server_->http_port(), 0);
+  std::string reply = HttpPost(server_->http_port(), "/v2/models/fast/infer", R"({"inputs": [
+      {"name": "IN0", "datatype": "FP32", "shape": [1, 4], "data": [10, 11, 12, 13]},
+      {"name": "IN1", "datatype": "FP32", "shape": [1, 4], "data": [1, 1, 1, 1]}]})");
+  EXPECT_THAT(reply, ::testing::StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(reply, HasSubstr(R"("name":"OUT0","datatype":"FP32","shape":[1,4],)"
+                               R"("data":[11.0,12.0,13.0,14.0])"));
+  auto stats = client_->ModelStatistics("fast");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->model_stats(0).inference_stats().success().count(), 1u);
+  ASSERT_TRUE(client_->Infer("fast", Inputs(1)).ok());
+  std::string index = HttpPost(server_->http_port(), "/v2/repository/index", "");
+  EXPECT_THAT(index, HasSubstr(R"({"name":"fast","version":"1","state":"READY","reason":""})"));
+  auto after = client_->ModelStatistics("fast");
+  EXPECT_EQ(after->model_stats(0).inference_stats().success().count(), 2u);
+
+  std::vector<ClientTensor> wrong = Inputs(1);
+  wrong[1].datatype = "FP64";
+  wrong[1].data.resize(wrong[1].data.size() * 2);
+  auto grpc_error = client_->Infer("fast", wrong);
+  ASSERT_EQ(grpc_error.status().code(), absl::StatusCode::kInvalidArgument);
+  std::string rest_error = HttpPost(server_->http_port(), "/v2/models/fast/infer", R"({"inputs": [
+      {"name": "IN0", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]},
+      {"name": "IN1", "datatype": "FP64", "shape": [1, 4], "data": [1, 1, 1, 1]}]})");
+  EXPECT_THAT(rest_error, ::testing::StartsWith("HTTP/1.1 400"));
+  EXPECT_THAT(rest_error,
+              HasSubstr(absl::StrCat(R"({"error":")", grpc_error.status().message(), "\"}")));
+  EXPECT_EQ(client_->ModelStatistics("fast")->model_stats(0).inference_stats().fail().count(),
+            2u);
+}
 
 TEST_F(ServiceTest, EveryRpc) {
   Start(ControlMode::kNone, "", /*metrics=*/true);

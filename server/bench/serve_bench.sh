@@ -73,7 +73,7 @@ wait_ready() {  # $1: ready file, $2: pid
 }
 port_of() { sed -n 's/^grpc_port=//p' "$1"; }
 
-"$KILND" --model-repository="$tmp/repo" --address=127.0.0.1 --grpc-port=0 --metrics-port=-1 \
+"$KILND" --model-repository="$tmp/repo" --address=127.0.0.1 --grpc-port=0 --metrics-port=-1 --http-port=-1 \
   --ready-file="$tmp/kilnd.ready" 2>"$tmp/kilnd.log" &
 pids+=($!)
 wait_ready "$tmp/kilnd.ready" "${pids[-1]}" || { cat "$tmp/kilnd.log" >&2; exit 1; }

@@ -125,8 +125,10 @@ TEST(E2eHardeningTest, HelpListsTheFlags) {
   std::string help = ReadAll(out);
   for (const char* flag : {"--auth-token-file", "--auth-token", "--metrics-address",
                            "--metrics-auth-token-file", "--metrics-port", "--beam",
-                           "--load-timeout"})
+                           "--load-timeout", "--http-port", "--http-address", "--http-threads",
+                           "--http-max-body-bytes"})
     EXPECT_THAT(help, HasSubstr(flag));
+  EXPECT_THAT(help, HasSubstr("--http-port (default 8000)"));
   EXPECT_THAT(help, HasSubstr("/proc/PID/cmdline"));
   EXPECT_THAT(help, HasSubstr("an empty token refuses to start"));
 }

@@ -257,8 +257,10 @@ TEST(E2eAuthTest, BearerTokenAndTls) {
   ASSERT_EQ(rc, 0) << "openssl could not make a test certificate";
   auto repo = MakeRepo("auth_repo", {});
   ASSERT_TRUE(repo.ok());
+  // --http-port=-1: the REST port has no HTTPS (kiln::kNoHttps; e2e_http_test).
   auto p = KilnProcess::Start(kKilnd, {"--model-repository=" + *repo, "--auth-token=t0ken",
-                                       "--tls-cert=" + cert, "--tls-key=" + key});
+                                       "--tls-cert=" + cert, "--tls-key=" + key,
+                                       "--http-port=-1"});
   ASSERT_TRUE(p.ok()) << p.status();
   ClientOptions o;
   o.address = (*p)->address();

@@ -90,7 +90,7 @@ absl::StatusOr<std::unique_ptr<KilnProcess>> KilnProcess::Start(const std::strin
   auto p = std::unique_ptr<KilnProcess>(new KilnProcess());
   p->log_ = dir + "/kilnd.log";
   args.insert(args.begin(), {kilnd, "--address=127.0.0.1", "--grpc-port=0", "--metrics-port=0",
-                             "--ready-file=" + ready});
+                             "--http-port=0", "--ready-file=" + ready});
   // Everything the child needs is prepared before fork: between fork and
   // exec only async-signal-safe calls (the test may have gRPC threads).
   std::vector<char*> argv;
@@ -123,6 +123,7 @@ absl::StatusOr<std::unique_ptr<KilnProcess>> KilnProcess::Start(const std::strin
         if (kv.size() != 2) continue;
         if (kv[0] == "grpc_port") (void)absl::SimpleAtoi(kv[1], &p->grpc_port_);
         if (kv[0] == "metrics_port") (void)absl::SimpleAtoi(kv[1], &p->metrics_port_);
+        if (kv[0] == "http_port") (void)absl::SimpleAtoi(kv[1], &p->http_port_);
       }
       if (p->grpc_port_ > 0) return p;
     }

@@ -39,7 +39,8 @@ std::string SimpleBatchedConfig(int64_t delay_us, bool preferred_8 = false);
 class KilnProcess {
  public:
   // Starts `kilnd` (path from argv of the test) with `args` plus
-  // --address=127.0.0.1 --grpc-port=0 --metrics-port=0 --ready-file=...;
+  // --address=127.0.0.1 --grpc-port=0 --metrics-port=0 --http-port=0
+  // --ready-file=... (later flags in `args` win);
   // waits until it is ready (or fails if it exits first).
   static absl::StatusOr<std::unique_ptr<KilnProcess>> Start(const std::string& kilnd,
                                                             std::vector<std::string> args,
@@ -48,6 +49,7 @@ class KilnProcess {
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
+  int http_port() const { return http_port_; }  // -1: off
   pid_t pid() const { return pid_; }
   std::string address() const;
   // Calls time out after `timeout` (a first call of a big model compiles
@@ -64,6 +66,7 @@ class KilnProcess {
   pid_t pid_ = -1;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
+  int http_port_ = -1;
   bool exited_ = false;
   int exit_code_ = 0;
   std::string log_;

@@ -21,7 +21,8 @@ class PythonClientTest(unittest.TestCase):
         cls.log = open(os.path.join(cls.tmp, "kilnd.log"), "w")
         cls.proc = subprocess.Popen(
             ["server/kilnd", "--model-repository=models", "--address=127.0.0.1",
-             "--grpc-port=0", "--metrics-port=0", "--ready-file=" + ready],
+             "--grpc-port=0", "--metrics-port=0", "--http-port=-1",
+             "--ready-file=" + ready],
             stdout=cls.log, stderr=cls.log)
         deadline = time.time() + 120
         port = None
