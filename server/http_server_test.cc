@@ -3,16 +3,12 @@
 // bind failure. (Everything that needs models is in tests/e2e.)
 #include "server/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/testing/http_get.h"
 
 namespace kiln {
 namespace {
@@ -67,27 +63,9 @@ TEST(HttpRouteTest, Routes) {
   EXPECT_STREQ(RouteOf("PUT", "/v2/models/m/infer").allow, "POST");
 }
 
-// Sends `request` on a new connection and returns everything the server
-// sends until it closes the connection (or 5 s pass).
+// Sends `request` on a new connection; returns the whole response.
 std::string Exchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  (void)!::write(fd, request.data(), request.size());
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
+  return kiln::testing::HttpExchange(port, request);
 }
 
 class HttpServerTest : public ::testing::Test {

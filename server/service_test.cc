@@ -1,10 +1,6 @@
 // In-process tests of the gRPC service: a KilnServer on 127.0.0.1 free
 // ports with the fake backend, driven through the C++ client library.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -82,24 +78,9 @@ std::vector<float> Floats(const ClientTensor& t) {
 // POSTs `body` to 127.0.0.1:port`path` (Connection: close); returns the whole
 // response (status line, headers, body).
 std::string HttpPost(int port, const std::string& path, const std::string& body) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string req = absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nContent-Length: ",
-                                   body.size(), "\r\nConnection: close\r\n\r\n", body);
-    (void)!::write(fd, req.data(), req.size());
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
+  return kiln::testing::HttpExchange(
+      port, absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nContent-Length: ", body.size(),
+                         "\r\nConnection: close\r\n\r\n", body));
 }
 
 class ServiceTest : public ::testing::Test {

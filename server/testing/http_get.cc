@@ -56,6 +56,29 @@ absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std
   return resp.substr(body + 4);
 }
 
+std::string HttpExchange(int port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "socket failed";
+  struct timeval tv = {10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  (void)!::send(fd, request.data(), request.size(), 0);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
 HalfSentRequest::HalfSentRequest(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
   if (fd_ < 0) return;
   sockaddr_in addr{};

@@ -17,6 +17,12 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
                                     const std::string& headers);
 
+// Sends `request` (raw bytes: request line, headers, body) on a new
+// connection to 127.0.0.1:port and returns everything the server sends
+// until it closes the connection or 10 s pass ("connect failed" when it
+// cannot connect).
+std::string HttpExchange(int port, const std::string& request);
+
 // A connection to 127.0.0.1:port that sent half of a GET request and then
 // waits, as a slow or hostile client does; closed when destroyed.
 class HalfSentRequest {
