@@ -445,6 +445,7 @@ absl::StatusOr<RestBody> EncodeInferResponse(const inference::ModelInferResponse
       return absl::InternalError("the response has no raw data for some outputs");
     Json outputs = Json::array();
     std::vector<int> binary;
+    size_t json_bytes = 0;
     for (int i = 0; i < resp.outputs_size(); ++i) {
       const auto& o = resp.outputs(i);
       const std::string& raw = resp.raw_output_contents(i);
@@ -458,6 +459,12 @@ absl::StatusOr<RestBody> EncodeInferResponse(const inference::ModelInferResponse
         t["parameters"] = {{"binary_data_size", raw.size()}};
         binary.push_back(i);
       } else {
+        json_bytes += raw.size();
+        if (json_bytes > kMaxJsonOutputBytes)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "output '", Echo(o.name()), "' (", raw.size(), " bytes) brings the outputs sent as "
+              "JSON past ", kMaxJsonOutputBytes, " bytes; ask for it as binary data "
+              "(\"parameters\": {\"binary_data\": true})"));
         absl::StatusOr<Json> data = OutputData(o.datatype(), raw);
         if (!data.ok()) return data.status();
         t["data"] = *std::move(data);

@@ -60,6 +60,12 @@ struct RestBody {
   std::optional<size_t> header_length;  // set when binary outputs follow the JSON
 };
 
+// Outputs sent as JSON hold at most this many raw bytes in all (8 Mi FP32
+// values): as JSON values they take ~16-32 bytes each while encoded.
+// Larger outputs are refused (INVALID_ARGUMENT, naming the output) and go
+// as binary data (`"binary_data": true`).
+inline constexpr size_t kMaxJsonOutputBytes = size_t{32} << 20;
+
 // `resp` (raw outputs, as the core answers) encoded as `req` asks.
 absl::StatusOr<RestBody> EncodeInferResponse(const inference::ModelInferResponse& resp,
                                              const RestInferRequest& req);

@@ -209,6 +209,22 @@ TEST(RestJsonTest, EncodeInferResponse) {
             resp.raw_output_contents(0) + resp.raw_output_contents(2) +
                 resp.raw_output_contents(3) + resp.raw_output_contents(4));
 
+  // Outputs past kMaxJsonOutputBytes are refused as JSON and sent as binary.
+  inference::ModelInferResponse big;
+  auto* o = big.add_outputs();
+  o->set_name("huge");
+  o->set_datatype("FP32");
+  o->add_shape(static_cast<int64_t>(kMaxJsonOutputBytes / 4 + 1));
+  big.add_raw_output_contents(std::string(kMaxJsonOutputBytes + 4, '\0'));
+  auto refused = EncodeInferResponse(big, json_req);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("ask for it as binary data"));
+  RestInferRequest big_bin;
+  big_bin.binary_output["huge"] = true;
+  auto sent = EncodeInferResponse(big, big_bin);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(sent->body.size() - *sent->header_length, kMaxJsonOutputBytes + 4);
+
   inference::ModelInferResponse torn = resp;
   torn.mutable_raw_output_contents(0)->pop_back();
   EXPECT_EQ(EncodeInferResponse(torn, json_req).status().code(), absl::StatusCode::kInternal);
