@@ -232,8 +232,7 @@ int main(int argc, char** argv) {
                          .c_str()
                    : "(off)");
   if ((*server)->http_port() >= 0)
-    std::fprintf(stderr, "kilnd: serving HTTP/REST on %s://%s:%d%s\n",
-                 o.tls_cert.empty() ? "http" : "https",
+    std::fprintf(stderr, "kilnd: serving HTTP/REST on http://%s:%d%s\n",  // never TLS
                  (o.http_address.empty() ? o.address : o.http_address).c_str(),
                  (*server)->http_port(), o.auth_token.empty() ? "" : " (bearer auth)");
   std::fprintf(stderr, "kilnd: memory limit %s\n",

@@ -12,10 +12,6 @@
 namespace kiln {
 namespace {
 
-Tensor Fail(const Tensor& t, const std::string& msg) {
-  return TensorInternal::ErrorLike(t, absl::InvalidArgumentError(msg));
-}
-
 // Normalizes `axis` for rank `n`; false if out of range.
 bool NormAxis(int64_t* axis, int64_t n) {
   if (*axis < 0) *axis += n;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/tensor/tensor.h"
 
@@ -26,6 +27,19 @@ struct TensorInternal {
 };
 
 std::string ShapeStr(const Shape& s);
+// An INVALID_ARGUMENT error tensor in place of `t`.
+inline Tensor Fail(const Tensor& t, const std::string& msg) {
+  return TensorInternal::ErrorLike(t, absl::InvalidArgumentError(msg));
+}
+// "[1,2,3]".
+std::string VecStr(const std::vector<int64_t>& v);
+// `v`, or `n` copies of `def` when `v` is empty (per-spatial-dim options).
+std::vector<int64_t> OrDefault(const std::vector<int64_t>& v, size_t n, int64_t def);
+// Axes [first, first + n).
+std::vector<int64_t> AxisRange(int64_t first, int64_t n);
+// Checks a per-spatial-dim option: `n` entries, each >= `min`.
+absl::Status CheckOption(const char* op, const char* name, const std::vector<int64_t>& v, size_t n,
+                         int64_t min);
 // Largest element count of a tensor shape (counting only its non-zero dims,
 // which also bounds every stride of a view of it): sizes beyond this are
 // hostile input, and their products would overflow int64 arithmetic.

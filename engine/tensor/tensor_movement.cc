@@ -10,10 +10,6 @@
 namespace kiln {
 namespace {
 constexpr size_t kMaxStackedViews = 4;
-
-Tensor Fail(const Tensor& t, const std::string& msg) {
-  return TensorInternal::ErrorLike(t, absl::InvalidArgumentError(msg));
-}
 }  // namespace
 
 // Applies `st` (a tracker over this tensor's current shape) as a new view.

@@ -9,15 +9,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
 
 namespace kiln::testing {
+namespace {
 
-absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
-  return HttpGet("127.0.0.1", port, path, "");
-}
-
-absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
-                                    const std::string& headers) {
+// A TCP connection to `host` (IPv4) : port with 10 s send / receive timeouts.
+absl::StatusOr<int> Connect(const std::string& host, int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("socket failed");
   struct timeval tv = {10, 0};
@@ -34,6 +32,18 @@ absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std
     ::close(fd);
     return absl::UnavailableError(absl::StrCat("cannot connect to ", host, ":", port));
   }
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  return HttpGet("127.0.0.1", port, path, "");
+}
+
+absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
+                                    const std::string& headers) {
+  ASSIGN_OR_RETURN(int fd, Connect(host, port));
   std::string req =
       absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host, "\r\n", headers, "\r\n");
   if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
@@ -57,25 +67,14 @@ absl::StatusOr<std::string> HttpGet(const std::string& host, int port, const std
 }
 
 std::string HttpExchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "socket failed";
-  struct timeval tv = {10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  (void)!::send(fd, request.data(), request.size(), 0);
+  absl::StatusOr<int> fd = Connect("127.0.0.1", port);
+  if (!fd.ok()) return "connect failed";
+  (void)!::send(*fd, request.data(), request.size(), 0);
   std::string out;
   char buf[4096];
   ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
+  while ((n = ::recv(*fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(*fd);
   return out;
 }
 

@@ -1,0 +1,325 @@
+// Convolution and transposed convolution, built on Pool (tensor_nn.cc): a
+// window view (direct) or a copy of the windows (im2col), an elementwise
+// multiply and one reduce.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status.h"
+#include "engine/tensor/tensor.h"
+#include "engine/tensor/tensor_internal.h"
+
+namespace kiln {
+
+namespace {
+
+// Drops the kernel taps that read only padding for every output (a dilated
+// convolution on a small map: rate 24 or 36 on a 16x16 map leaves only the
+// centre tap, a 1x1 convolution). The taps kept are a contiguous range
+// [lo, hi]; the padding shrinks by what the dropped taps covered, and where
+// it would turn negative the input is cropped instead. Exact: every output
+// reads the same input elements with the same weights.
+void CropDeadTaps(Tensor* x, Tensor* w, std::vector<int64_t>* kernel,
+                  const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                  Pads* padding) {
+  const size_t nd = kernel->size();
+  Pads wb, xb;
+  bool crop = false;
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t in = x->shape()[2 + i], k = (*kernel)[i], s = stride[i], d = dilation[i];
+    auto [p0, p1] = (*padding)[i];
+    const int64_t span = in + p0 + p1 - d * (k - 1) - 1;
+    wb.push_back({0, k});
+    xb.push_back({0, in});
+    if (span < 0 || p0 < 0 || p1 < 0) continue;  // Pool reports it
+    const int64_t last = span / s * s;  // padded position of the last output's window start
+    int64_t lo = 0, hi = k - 1;
+    while (lo <= hi && last + lo * d < p0) ++lo;    // tap lo reads below the input everywhere
+    while (hi >= lo && hi * d - p0 > in - 1) --hi;  // tap hi reads past it everywhere
+    if (lo > hi || (lo == 0 && hi == k - 1)) continue;
+    crop = true;
+    wb.back() = {lo, hi + 1};
+    (*kernel)[i] = hi - lo + 1;
+    int64_t q0 = p0 - lo * d, q1 = p1 - (k - 1 - hi) * d;
+    if (q0 < 0) xb.back().first = -q0, q0 = 0;
+    if (q1 < 0) xb.back().second = in + q1, q1 = 0;
+    (*padding)[i] = {q0, q1};
+  }
+  if (!crop) return;
+  Pads wall = {{0, w->shape()[0]}, {0, w->shape()[1]}}, xall = {{0, x->shape()[0]}, {0, x->shape()[1]}};
+  wall.insert(wall.end(), wb.begin(), wb.end());
+  xall.insert(xall.end(), xb.begin(), xb.end());
+  *w = w->Shrink(wall);
+  *x = x->Shrink(xall);
+}
+
+// Whether a convolution copies its windows out first (im2col) instead of
+// reading them in place (direct). Direct convolution vectorizes along an
+// output row: a short row (a 7- or 14-wide map) leaves vectors part empty
+// and each broadcast weight feeds one or two vectors. The copied windows
+// make the output pixels one contiguous axis (49, 196) instead. Chosen when
+// the output row is short, the copy stays small (it is read once per tile
+// of output channels) and there is something to gain: grouped convolutions
+// (depthwise: nothing to reuse) and 1x1 stride-1 convolutions (already a
+// matmul) stay direct. The thresholds are in output elements and bytes, not
+// in a device's vector width: the tensor layer does not know the device.
+bool Im2Col(const Shape& x, const std::vector<int64_t>& kernel,
+            const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+            const Pads& padding, int64_t groups, int itemsize) {
+  // Measured on the zoo (1 thread, interleaved runs): rows up to 16 gave
+  // resnet50 1.5x, wide_resnet 1.5x, densenet 1.15x; up to 32 added
+  // Inception v3's 17- and 28-wide maps (1.25x) and RetinaNet (1.4x); 64
+  // changed nothing more (the copy's size bound below excludes 56-wide maps).
+  constexpr int64_t max_row = 32;
+  const size_t nd = kernel.size();
+  if (groups != 1 || nd == 0) return false;
+  bool trivial = true;
+  // Sizes in double: a hostile model's dims must not overflow here (Pool
+  // checks them exactly).
+  double bytes = static_cast<double>(x[1]) * itemsize;
+  int64_t row = 0;
+  for (size_t i = 0; i < nd; ++i) {
+    trivial &= kernel[i] == 1 && stride[i] == 1;
+    const double in = static_cast<double>(x[2 + i]) + padding[i].first + padding[i].second;
+    const double span = static_cast<double>(dilation[i]) * (kernel[i] - 1) + 1;
+    if (in < span) return false;  // Pool reports it
+    row = static_cast<int64_t>((in - span) / stride[i]) + 1;
+    bytes *= static_cast<double>(row) * kernel[i];
+  }
+  // Per image (the images are walked one after the other): 4 MiB.
+  return !trivial && row <= max_row && bytes <= double{4 << 20};
+}
+
+}  // namespace
+
+Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o) const {
+  if (!ok()) return *this;
+  if (!w_in.ok()) return w_in;
+  if (bias && !bias->ok()) return *bias;
+  if (ndim() < 3 || w_in.ndim() != ndim())
+    return Fail(*this, absl::StrCat("conv: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()),
+                                    " must be (N,C,*spatial) and (Cout,Cin/groups,*kernel)"));
+  const int64_t nd = ndim() - 2;
+  const int64_t n = shape()[0], cin = shape()[1], cout = w_in.shape()[0], g = o.groups;
+  if (g < 1 || cin % g != 0 || cout % g != 0 || w_in.shape()[1] != cin / g)
+    return Fail(*this, absl::StrCat("conv: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()), " do not match with groups=", g));
+  if (bias && bias->numel() != cout)
+    return Fail(*this, absl::StrCat("conv: bias ", ShapeStr(bias->shape()), " for ", cout,
+                                    " output channels"));
+  std::vector<int64_t> kernel(w_in.shape().begin() + 2, w_in.shape().end());
+  std::vector<int64_t> stride = OrDefault(o.stride, nd, 1);
+  std::vector<int64_t> dilation = OrDefault(o.dilation, nd, 1);
+  for (auto s : {CheckOption("conv", "stride", stride, nd, 1),
+                 CheckOption("conv", "dilation", dilation, nd, 1)})
+    if (!s.ok()) return TensorInternal::ErrorLike(*this, s);
+  Pads padding = o.padding.empty() ? Pads(nd, {0, 0}) : o.padding;
+  if (static_cast<int64_t>(padding.size()) != nd)
+    return Fail(*this,
+                absl::StrCat("conv: ", padding.size(), " paddings for ", nd, " spatial dims"));
+  DType t = PromoteTypes(dtype(), w_in.dtype());
+  Tensor x = Cast(t), w = w_in.Cast(t);
+  if (kiln::Prod(kernel) == 0) return Fail(*this, "conv: empty kernel");
+  CropDeadTaps(&x, &w, &kernel, stride, dilation, &padding);
+  const bool im2col =
+      o.algo == ConvAlgo::kIm2Col ||
+      (o.algo == ConvAlgo::kAuto &&
+       Im2Col(x.shape(), kernel, stride, dilation, padding, g, t.ItemSize()));
+  // (N, Cin, *out, *k)
+  Tensor win = x.Pool(kernel, stride, dilation, padding, 0, /*copy=*/!im2col);
+  if (!win.ok()) return win;
+  Shape out(win.shape().begin() + 2, win.shape().begin() + 2 + nd);
+  if (im2col) {
+    // The windows copied as (N, Cin, *k, *out), output pixels contiguous:
+    // the convolution becomes a matmul over Cin * k whose pixel axes merge
+    // into one row (7 x 7 -> 49) that fills vector tiles.
+    std::vector<int64_t> to = {0, 1}, back = {0, 1};
+    for (int64_t i = 0; i < nd; ++i) to.push_back(2 + nd + i), back.push_back(2 + nd + i);
+    for (int64_t i = 0; i < nd; ++i) to.push_back(2 + i), back.push_back(2 + i);
+    win = win.Permute(to).Contiguous().Permute(back);
+  }
+  // x: (N, G, 1, Cin/G, *out, *k)   w: (1, G, Cout/G, Cin/G, 1.., *k)
+  Shape xs = {n, g, 1, cin / g};
+  xs.insert(xs.end(), out.begin(), out.end());
+  xs.insert(xs.end(), kernel.begin(), kernel.end());
+  Shape ws = {1, g, cout / g, cin / g};
+  ws.insert(ws.end(), nd, 1);
+  ws.insert(ws.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> axes = {3};
+  for (int64_t i = 0; i < nd; ++i) axes.push_back(4 + nd + i);
+  Tensor r = (win.Reshape(xs) * w.Reshape(ws)).Sum(axes);  // (N, G, Cout/G, *out)
+  Shape rs = {n, cout};
+  rs.insert(rs.end(), out.begin(), out.end());
+  r = r.Reshape(rs);
+  if (!bias) return r;
+  Shape bs(rs.size(), 1);
+  bs[1] = cout;
+  return r + bias->Cast(t).Reshape(bs);
+}
+
+namespace {
+// Strided transposed convolution without multiplying inserted zeros: Y = x
+// contracted with w over Cin/G gives (N, Cout, *k, *spatial); each kernel
+// tap's slice of Y is spread to stride-spaced positions (zero insertion by
+// pad + reshape), shifted by tap * dilation, cropped by the padding, and the
+// taps are summed.
+Tensor ScatterConvTranspose(const Tensor& x, const Tensor& w, const Tensor* bias,
+                            const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                            const std::vector<int64_t>& dilation, const Pads& padding,
+                            const std::vector<int64_t>& opad, int64_t g) {
+  const int64_t nd = x.ndim() - 2, n = x.shape()[0], cin = x.shape()[1], cig = cin / g;
+  const int64_t cout_g = w.shape()[1], cout = g * cout_g;
+  Shape sp(x.shape().begin() + 2, x.shape().end()), out;
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t o = stride[i] * (sp[i] - 1) + dilation[i] * (kernel[i] - 1) + 1 + opad[i] -
+                padding[i].first - padding[i].second;
+    if (o <= 0)
+      return Fail(x, absl::StrCat("conv_transpose: input ", ShapeStr(x.shape()), " and weight ",
+                                  ShapeStr(w.shape()), " give an empty output"));
+    out.push_back(o);
+  }
+  DType t = PromoteTypes(x.dtype(), w.dtype());
+  // x: (N, G, 1, Cin/G, 1.., *sp)   w: (1, G, Cout/G, Cin/G, *k, 1..)
+  Shape xs = {n, g, 1, cig};
+  xs.insert(xs.end(), nd, 1);
+  xs.insert(xs.end(), sp.begin(), sp.end());
+  Shape wg = {g, cig, cout_g};
+  wg.insert(wg.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> perm = {0, 2, 1};
+  for (int64_t i = 0; i < nd; ++i) perm.push_back(3 + i);
+  Shape ws = {1, g, cout_g, cig};
+  ws.insert(ws.end(), kernel.begin(), kernel.end());
+  ws.insert(ws.end(), nd, 1);
+  Tensor xw = x.Cast(t).Reshape(xs) * w.Cast(t).Reshape(wg).Permute(perm).Reshape(ws);
+  Shape ys = {n, cout};
+  ys.insert(ys.end(), kernel.begin(), kernel.end());
+  ys.insert(ys.end(), sp.begin(), sp.end());
+  Tensor y = xw.Sum({3}).Reshape(ys);  // (N, Cout, *k, *sp)
+  bool tiles = true;  // kernel == stride, no padding / dilation: taps tile the output
+  for (int64_t i = 0; i < nd; ++i)
+    tiles &= kernel[i] == stride[i] && dilation[i] == 1 && padding[i].first == 0 &&
+             padding[i].second == 0 && opad[i] == 0;
+  if (tiles) {
+    // Each output element comes from exactly one tap: interleave the taps
+    // with the positions, (N, Cout, *k, *sp) -> (N, Cout, sp1, k1, sp2, k2..),
+    // a view instead of a sum of zero-inserted copies.
+    std::vector<int64_t> order = {0, 1};
+    for (int64_t i = 0; i < nd; ++i) order.insert(order.end(), {2 + nd + i, 2 + i});
+    Shape os = {n, cout};
+    os.insert(os.end(), out.begin(), out.end());
+    Tensor r = y.Permute(order).Reshape(os);
+    if (!bias) return r;
+    Shape bs(os.size(), 1);
+    bs[1] = cout;
+    return r + bias->Cast(t).Reshape(bs);
+  }
+  // Zero insertion of one tap: (N, Cout, L1, 1, L2, 1, ..) padded to
+  // (.., L_i, s_i, ..), merged and cut to (L_i - 1) * s_i + 1.
+  Shape split = {n, cout}, merged = {n, cout};
+  Pads grow = {{0, 0}, {0, 0}}, cut = {{0, n}, {0, cout}};
+  for (int64_t i = 0; i < nd; ++i) {
+    split.insert(split.end(), {sp[i], 1});
+    grow.insert(grow.end(), {{0, 0}, {0, stride[i] - 1}});
+    merged.push_back(sp[i] * stride[i]);
+    cut.push_back({0, (sp[i] - 1) * stride[i] + 1});
+  }
+  Tensor acc;
+  bool any = false;
+  std::vector<int64_t> tap(nd, 0);
+  for (int64_t flat = 0; flat < kiln::Prod(kernel); ++flat) {
+    for (int64_t i = nd - 1, r = flat; i >= 0; --i) tap[i] = r % kernel[i], r /= kernel[i];
+    Pads b = {{0, n}, {0, cout}}, place = {{0, 0}, {0, 0}};
+    bool hit = true;
+    for (int64_t i = 0; i < nd; ++i) {
+      b.push_back({tap[i], tap[i] + 1});
+      int64_t up = (sp[i] - 1) * stride[i] + 1;
+      int64_t lo = tap[i] * dilation[i] - padding[i].first, hi = out[i] - lo - up;
+      hit &= std::max<int64_t>(0, -lo) < up - std::max<int64_t>(0, -hi);
+      place.push_back({lo, hi});
+    }
+    if (!hit) continue;  // this tap lands entirely in the cropped padding
+    for (int64_t i = 0; i < nd; ++i) b.push_back({0, sp[i]});
+    Tensor spread = y.Shrink(b).Reshape(split).Pad(grow).Reshape(merged).Shrink(cut).Pad(place);
+    acc = any ? acc + spread : spread;
+    any = true;
+  }
+  Shape os = {n, cout};
+  os.insert(os.end(), out.begin(), out.end());
+  if (!any) acc = Tensor::Zeros(x.engine(), os, t, x.device());
+  if (!bias) return acc;
+  Shape bs(os.size(), 1);
+  bs[1] = cout;
+  return acc + bias->Cast(t).Reshape(bs);
+}
+}  // namespace
+
+Tensor Tensor::ConvTranspose(const Tensor& w_in, const Tensor* bias, const ConvOptions& o,
+                             const std::vector<int64_t>& output_padding) const {
+  if (!ok()) return *this;
+  if (!w_in.ok()) return w_in;
+  if (ndim() < 3 || w_in.ndim() != ndim())
+    return Fail(*this, absl::StrCat("conv_transpose: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()),
+                                    " must be (N,C,*spatial) and (Cin,Cout/groups,*kernel)"));
+  const int64_t nd = ndim() - 2;
+  const int64_t cin = shape()[1], g = o.groups;
+  if (g < 1 || cin % g != 0 || w_in.shape()[0] != cin)
+    return Fail(*this, absl::StrCat("conv_transpose: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(w_in.shape()), " do not match with groups=", g));
+  const int64_t cout_g = w_in.shape()[1];
+  std::vector<int64_t> kernel(w_in.shape().begin() + 2, w_in.shape().end());
+  std::vector<int64_t> stride = OrDefault(o.stride, nd, 1);
+  std::vector<int64_t> dilation = OrDefault(o.dilation, nd, 1);
+  std::vector<int64_t> opad = OrDefault(output_padding, nd, 0);
+  for (auto s : {CheckOption("conv_transpose", "stride", stride, nd, 1),
+                 CheckOption("conv_transpose", "dilation", dilation, nd, 1),
+                 CheckOption("conv_transpose", "output_padding", opad, nd, 0)})
+    if (!s.ok()) return TensorInternal::ErrorLike(*this, s);
+  Pads padding = o.padding.empty() ? Pads(nd, {0, 0}) : o.padding;
+  if (static_cast<int64_t>(padding.size()) != nd)
+    return Fail(*this, absl::StrCat("conv_transpose: ", padding.size(), " paddings for ", nd,
+                                    " spatial dims"));
+  for (int64_t i = 0; i < nd; ++i) {
+    if (shape()[2 + i] == 0) return Fail(*this, "conv_transpose: empty spatial dim");
+    // The output size, in checked arithmetic (the options may be hostile).
+    int64_t a, b, out;
+    if (__builtin_mul_overflow(stride[i], shape()[2 + i] - 1, &a) ||
+        __builtin_mul_overflow(dilation[i], kernel[i] - 1, &b) ||
+        __builtin_add_overflow(a, b, &out) || __builtin_add_overflow(out, opad[i], &out) ||
+        __builtin_add_overflow(out, 1, &out) ||
+        __builtin_sub_overflow(out, padding[i].first, &out) ||
+        __builtin_sub_overflow(out, padding[i].second, &out) || out > kMaxTensorElements ||
+        padding[i].first < -kMaxTensorElements || padding[i].second < -kMaxTensorElements)
+      return TensorInternal::ErrorLike(
+          *this, absl::ResourceExhaustedError(absl::StrCat(
+                     "conv_transpose: input ", ShapeStr(shape()), " with stride ",
+                     VecStr(stride), " and padding gives an output that is too large")));
+  }
+  if (bias && !bias->ok()) return *bias;
+  if (bias && bias->numel() != g * cout_g)
+    return Fail(*this, absl::StrCat("conv_transpose: bias ", ShapeStr(bias->shape()), " for ",
+                                    g * cout_g, " output channels"));
+  bool unit_stride = std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; });
+  if (!unit_stride)
+    return ScatterConvTranspose(*this, w_in, bias, kernel, stride, dilation, padding, opad, g);
+  // Stride 1: a convolution with the flipped, transposed weights (Cout, Cin/G, *k).
+  Shape wg = {g, cin / g, cout_g};
+  wg.insert(wg.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> perm = {0, 2, 1};
+  for (int64_t i = 0; i < nd; ++i) perm.push_back(3 + i);
+  Shape wc = {g * cout_g, cin / g};
+  wc.insert(wc.end(), kernel.begin(), kernel.end());
+  Tensor w = w_in.Reshape(wg).Permute(perm).Reshape(wc).Flip(AxisRange(2, nd));
+  ConvOptions co;
+  co.dilation = dilation;
+  co.groups = g;
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t span = dilation[i] * (kernel[i] - 1);
+    co.padding.push_back({span - padding[i].first, span - padding[i].second + opad[i]});
+  }
+  return Conv(w, bias, co);
+}
+
+}  // namespace kiln
