@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "engine/base/flags.h"
 #include "engine/base/status.h"
 #include "engine/runtime/disk_cache.h"
+#include "engine/runtime/pocl_binary.h"
 
 namespace kiln {
 namespace {
@@ -201,24 +203,25 @@ class ClCompiler : public Compiler {
 
   absl::StatusOr<std::string> Compile(const std::string& source) override {
     const std::string key = d_->key_prefix + source;
-    if (std::optional<std::string> hit = cache_.Get(key)) {
+    // A cached binary that fails the check (written before kiln checked, or
+    // torn) is rebuilt and overwritten.
+    if (std::optional<std::string> hit = cache_.Get(key); hit && CheckPoclBinary(*hit).ok()) {
       absl::MutexLock l(&mu_);
       ++stats_.disk_hits;
       return *hit;
     }
     auto start = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(cl_program prog, d_->Build(source, ""));
-    size_t size = 0;
-    cl_int err =
-        d_->api.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
-    std::string binary(size, '\0');
-    unsigned char* ptr = reinterpret_cast<unsigned char*>(binary.data());
-    if (err == CL_SUCCESS)
-      err = d_->api.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr);
-    d_->api.clReleaseProgram(prog);
-    if (err != CL_SUCCESS || size == 0)
-      return absl::InternalError(absl::StrCat("reading the OpenCL program binary: ", ClError(err)));
-    cache_.Put(key, binary);
+    absl::StatusOr<std::string> binary;
+    // PoCL serializes a binary from its own shared disk cache; a rebuild a
+    // moment later reads the file again once the other process is done.
+    for (int attempt = 0; attempt < kBuildAttempts; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+      binary = BuildBinary(source);
+      if (!binary.ok() || CheckPoclBinary(*binary).ok()) break;
+    }
+    if (!binary.ok()) return binary.status();
+    RETURN_IF_ERROR(CheckPoclBinary(*binary));
+    cache_.Put(key, *binary);
     absl::MutexLock l(&mu_);
     ++stats_.compiled;
     stats_.compile_seconds +=
@@ -231,6 +234,24 @@ class ClCompiler : public Compiler {
   }
 
  private:
+  static constexpr int kBuildAttempts = 3;
+
+  // Builds `source` and returns the program binary the driver gives back.
+  absl::StatusOr<std::string> BuildBinary(const std::string& source) {
+    ASSIGN_OR_RETURN(cl_program prog, d_->Build(source, ""));
+    size_t size = 0;
+    cl_int err =
+        d_->api.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
+    std::string binary(size, '\0');
+    unsigned char* ptr = reinterpret_cast<unsigned char*>(binary.data());
+    if (err == CL_SUCCESS)
+      err = d_->api.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr);
+    d_->api.clReleaseProgram(prog);
+    if (err != CL_SUCCESS || size == 0)
+      return absl::InternalError(absl::StrCat("reading the OpenCL program binary: ", ClError(err)));
+    return binary;
+  }
+
   OpenClDevice::Impl* d_;
   DiskCache cache_;
   mutable absl::Mutex mu_;
@@ -377,6 +398,7 @@ absl::Status OpenClDevice::Synchronize() {
 
 absl::StatusOr<std::unique_ptr<Program>> OpenClDevice::LoadProgram(const std::string& function,
                                                                    const std::string& binary) {
+  RETURN_IF_ERROR(CheckPoclBinary(binary));  // PoCL aborts on a torn binary
   ASSIGN_OR_RETURN(cl_program prog, impl_->Build("", binary));
   cl_int err = CL_SUCCESS;
   cl_kernel kernel = impl_->api.clCreateKernel(prog, function.c_str(), &err);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/jit/jit.h"
+#include "engine/runtime/pocl_binary.h"
 #include "engine/tensor/test_util.h"
 #include "tests/gpu/op_cases.h"
 
@@ -77,6 +78,26 @@ TEST_P(GpuOpsTest, JitReplaysMatchPlainRuns) {
     }
     EXPECT_EQ(jit.stats().replays, 6u);
   }
+}
+
+// PoCL aborts the process on a program binary whose embedded program.bc is
+// empty (it happens when another process rewrites PoCL's shared cache while
+// the binary is serialized). kiln checks the binaries it caches and loads.
+TEST(GpuDevices, OpenClRefusesATornPoclBinary) {
+  auto dev = TestEngine()->GetDevice("OPENCL");
+  if (!dev.ok()) GTEST_SKIP() << dev.status();
+  auto binary = (*dev)->compiler().Compile(
+      "__kernel void torn_probe(__global float* a) { a[get_global_id(0)] += 1.0f; }");
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  ASSERT_TRUE(CheckPoclBinary(*binary).ok());
+  ASSERT_TRUE((*dev)->LoadProgram("torn_probe", *binary).ok());
+  const size_t at = binary->find("/program.bc");
+  if (binary->compare(0, 7, "poclbin") != 0 || at == std::string::npos)
+    GTEST_SKIP() << "not a PoCL binary";
+  std::string torn = binary->substr(0, at + 11) + std::string(4, '\0');
+  torn += binary->substr(at + 15);
+  auto loaded = (*dev)->LoadProgram("torn_probe", torn);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, GpuOpsTest, ::testing::ValuesIn(GpuTestDevices()),
