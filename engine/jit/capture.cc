@@ -1,6 +1,7 @@
 #include "engine/jit/capture.h"
 
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -133,6 +134,25 @@ bool Uses(const Node& n, const BufferRef& b) {
 }
 
 }  // namespace
+
+size_t CaptureTree::held_bytes() const {
+  std::set<const Buffer*> held;
+  std::vector<const Node*> todo;
+  if (root_) todo.push_back(root_.get());
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    for (const ExecItem& e : n->items)
+      if (!e.bufs.empty() && e.bufs[0]) held.insert(e.bufs[0].get());
+    for (const Output& o : n->outputs)
+      if (o.copy_from) held.insert(o.copy_from.get());
+    if (n->read && n->read->buffer) held.insert(n->read->buffer.get());
+    for (const auto& [bytes, next] : n->next) todo.push_back(next.get());
+  }
+  size_t total = 0;
+  for (const Buffer* b : held) total += b->nbytes();
+  return total;
+}
 
 absl::Status CaptureTree::Add(Recording rec, const std::vector<BufferRef>& in_bufs,
                               std::vector<Tensor>* outputs, bool use_graphs) {

@@ -81,6 +81,10 @@ class CaptureTree {
   bool empty() const { return root_ == nullptr; }
   size_t leaves() const { return leaves_; }
   size_t nodes() const { return nodes_; }
+  // Device bytes the tree keeps alive for its replays: every buffer its
+  // kernels write, its outputs are copied from, or its reads read (each
+  // once). Inputs and the weights the kernels only read are not counted.
+  size_t held_bytes() const;
 
   // Adds a recording of a call with these inputs (their buffers) and
   // (realized) outputs. Fails, leaving the tree as it was, when the

@@ -20,6 +20,7 @@ struct Jit::Entry {
   std::unique_ptr<jit_internal::CaptureTree> tree;
   size_t kernels = 0;  // the last path recorded or replayed
   double flops = 0, bytes = 0;
+  size_t held_bytes = 0;  // tree->held_bytes() after the last Add
 };
 
 Jit::Jit(Fn fn, Options options) : fn_(std::move(fn)), options_(options) {}
@@ -118,10 +119,7 @@ absl::StatusOr<Jit::Result> Jit::Call(const std::vector<Tensor>& inputs) {
   Entry& e = *slot;
   lru_.remove(sig);
   lru_.push_front(sig);
-  while (lru_.size() > options_.max_captures) {
-    entries_.erase(lru_.back());
-    lru_.pop_back();
-  }
+  Evict(sig);
   e.calls++;
   const bool debug = Env().debug >= 1;
   if (e.calls > 1 && !e.plain_only && e.tree && !e.tree->empty()) {
@@ -168,9 +166,24 @@ absl::StatusOr<Jit::Result> Jit::Call(const std::vector<Tensor>& inputs) {
     e.kernels = r.kernels;
     e.flops = r.flops;
     e.bytes = r.bytes;
+    e.held_bytes = e.tree->held_bytes();
     if (debug)
-      std::fprintf(stderr, "jit: captured %zu kernels, %zu host reads for %s (%.3g GFLOP, %.3g MB)\n",
-                   r.kernels, reads, sig.c_str(), r.flops * 1e-9, r.bytes * 1e-6);
+      std::fprintf(stderr,
+                   "jit: captured %zu kernels, %zu host reads for %s (%.3g GFLOP, %.3g MB moved, "
+                   "%.3g MB held)\n",
+                   r.kernels, reads, sig.c_str(), r.flops * 1e-9, r.bytes * 1e-6,
+                   e.held_bytes * 1e-6);
+    if (e.held_bytes > options_.max_capture_bytes) {
+      // Replays would keep more than the whole bound alive: run plainly.
+      stats_.too_big++;
+      e.plain_only = true;
+      e.tree.reset();
+      e.held_bytes = 0;
+      if (debug)
+        std::fprintf(stderr, "jit: %s not kept: its capture holds more than %zu bytes\n",
+                     sig.c_str(), options_.max_capture_bytes);
+    }
+    Evict(sig);
   } else {
     // The plain result stands; this signature is not captured.
     stats_.plain_runs++;
@@ -179,6 +192,22 @@ absl::StatusOr<Jit::Result> Jit::Call(const std::vector<Tensor>& inputs) {
                             std::string(added.message()).c_str());
   }
   return r;
+}
+
+void Jit::Evict(const std::string& keep) {
+  size_t held = 0;
+  for (const auto& [sig, e] : entries_) held += e->held_bytes;
+  auto victim = lru_.end();
+  while (lru_.size() > options_.max_captures || held > options_.max_capture_bytes) {
+    if (victim == lru_.begin()) break;  // only `keep` is left
+    --victim;
+    if (*victim == keep) continue;
+    auto it = entries_.find(*victim);
+    held -= it->second->held_bytes;
+    if (it->second->tree && !it->second->tree->empty()) stats_.evictions++;
+    entries_.erase(it);
+    victim = lru_.erase(victim);
+  }
 }
 
 absl::StatusOr<std::vector<Tensor>> Jit::operator()(const std::vector<Tensor>& inputs) {
@@ -191,7 +220,8 @@ std::vector<Jit::CaptureInfo> Jit::captures() const {
   std::vector<CaptureInfo> out;
   for (const auto& [sig, e] : entries_) {
     if (!e->tree || e->tree->empty()) continue;
-    out.push_back({sig, e->tree->leaves(), e->kernels, e->flops, e->bytes, e->hits, e->misses});
+    out.push_back({sig, e->tree->leaves(), e->kernels, e->flops, e->bytes, e->hits, e->misses,
+                   e->held_bytes});
   }
   return out;
 }

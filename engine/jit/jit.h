@@ -20,7 +20,12 @@
 // every input) stops trying and runs plainly.
 // On devices with a GraphExecutor (CUDA) a capture without reads replays as
 // one graph launch, patching only the launches whose arguments changed.
-// Several signatures are kept side by side (LRU, Options::max_captures).
+// Several signatures are kept side by side (LRU), bounded by their count
+// (Options::max_captures) and by the device bytes their captures keep alive
+// (Options::max_capture_bytes: intermediates and outputs). A new capture
+// evicts the least recently used others until the total fits; a capture
+// that alone holds more than the bound is not kept, and its signature runs
+// plainly from then on.
 // Thread-safe: calls are serialized per Jit instance.
 #ifndef KILN_ENGINE_JIT_JIT_H_
 #define KILN_ENGINE_JIT_JIT_H_
@@ -47,6 +52,7 @@ class Jit {
   using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)>;
   struct Options {
     size_t max_captures = 16;  // signatures kept (LRU)
+    size_t max_capture_bytes = size_t{1} << 30;  // device bytes captures hold, all together
     // Replay through the device's GraphExecutor (one CUDA graph per
     // capture) where the device has one; otherwise launch kernel by kernel.
     bool use_graphs = true;
@@ -69,6 +75,7 @@ class Jit {
     double bytes = 0;
     uint64_t replays = 0;
     uint64_t misses = 0;
+    size_t held_bytes = 0;  // device bytes the capture keeps alive
   };
   struct Stats {
     uint64_t calls = 0;
@@ -76,6 +83,8 @@ class Jit {
     uint64_t replays = 0;   // full replays
     uint64_t misses = 0;    // replays stopped at a read no path had
     uint64_t plain_runs = 0;
+    uint64_t evictions = 0;  // captures dropped for the count or byte bound
+    uint64_t too_big = 0;    // captures not kept: bigger than the byte bound alone
   };
 
   explicit Jit(Fn fn) : Jit(std::move(fn), Options()) {}
@@ -100,6 +109,9 @@ class Jit {
   // Runs fn_ and realizes its outputs; counts the kernels it ran, and gives
   // them and the host reads to *rec when it is not null.
   absl::StatusOr<Result> RunPlain(const std::vector<Tensor>& inputs, jit_internal::Recording* rec);
+  // Drops least recently used captures other than `keep` while the count or
+  // the bytes held are over their bounds.
+  void Evict(const std::string& keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Fn fn_;
   Options options_;

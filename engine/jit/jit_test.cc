@@ -1,6 +1,7 @@
 #include "engine/jit/jit.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "engine/tensor/test_util.h"
@@ -85,6 +86,59 @@ TEST_P(JitTest, OneCapturePerShape) {
 }
 
 // The first call of a shape runs plainly: no capture until the second.
+// Captures keep their intermediates and outputs alive; the byte bound
+// evicts the least recently used ones, and a capture bigger than the whole
+// bound is not kept (its signature runs plainly, with correct results).
+TEST_P(JitTest, CapturesAreBoundedByTheBytesTheyHold) {
+  auto fn = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    Tensor h = (in[0] * 2.0 + 1.0).Contiguous();
+    return std::vector<Tensor>{h.Sum({1}), h.Exp().Max({1})};
+  };
+  // Sizes first, with no bound.
+  Jit probe(fn);
+  std::map<int64_t, size_t> held;  // rows -> bytes
+  for (int64_t rows : {64, 128, 4096}) {
+    for (int call = 0; call < 2; ++call) ASSERT_TRUE(probe({Random({rows, 32}, 1)}).ok());
+  }
+  for (const Jit::CaptureInfo& c : probe.captures()) {
+    EXPECT_GE(c.held_bytes, size_t{4} * 32) << c.signature;  // at least the intermediate row
+    for (int64_t rows : {64, 128, 4096})
+      if (c.signature.find(absl::StrCat("[", rows, ",32]")) != std::string::npos)
+        held[rows] = c.held_bytes;
+  }
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_GT(held[128], held[64]);
+  EXPECT_GE(held[4096], size_t{4096} * 32 * 4);  // h itself
+
+  Jit::Options o;
+  o.max_capture_bytes = held[64] + held[128] - 1;  // room for one of the two
+  Jit jit(fn, o);
+  for (int call = 0; call < 2; ++call) ASSERT_TRUE(jit({Random({64, 32}, 2)}).ok());
+  ASSERT_EQ(jit.captures().size(), 1u);
+  for (int call = 0; call < 2; ++call) ASSERT_TRUE(jit({Random({128, 32}, 3)}).ok());
+  std::vector<Jit::CaptureInfo> caps = jit.captures();
+  ASSERT_EQ(caps.size(), 1u);  // the 64-row capture made room
+  EXPECT_NE(caps[0].signature.find("[128,32]"), std::string::npos) << caps[0].signature;
+  EXPECT_EQ(jit.stats().evictions, 1u);
+
+  // 4096 rows hold more than the bound alone: computed, never kept.
+  for (int call = 0; call < 4; ++call) {
+    Tensor x = Random({4096, 32}, 10 + call);
+    auto got = jit({x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = fn({x});
+    ASSERT_TRUE(want.ok());
+    ExpectNear(Values((*got)[0]), Values((*want)[0]));
+    ExpectNear(Values((*got)[1]), Values((*want)[1]));
+  }
+  EXPECT_EQ(jit.stats().too_big, 1u);
+  EXPECT_EQ(jit.stats().replays, 0u);
+  caps = jit.captures();
+  ASSERT_EQ(caps.size(), 1u);  // the 128-row capture stays
+  EXPECT_NE(caps[0].signature.find("[128,32]"), std::string::npos);
+  EXPECT_FALSE(jit.HasCapture({dtypes::kFloat32}, {{4096, 32}}, dev));
+}
+
 TEST_P(JitTest, HasCaptureFromTheSecondCall) {
   Jit jit([](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     return std::vector<Tensor>{in[0] * 2.0};
