@@ -1,19 +1,19 @@
-// The C renderer: linear UOps -> one C function per kernel (compiled by clang
-// for the CPU device). Vector values use clang's ext_vector_type; float16 and
-// bfloat16 are stored as 16-bit patterns and computed in float, rounded to
-// their type after every operation (the interpreter's semantics).
-#include <cmath>
+// The C dialect of the C-family renderer (engine/renderer/cstyle.h): linear
+// UOps -> one C function per kernel, compiled by clang for the CPU device.
+// Kernel ABI: void name(void** bufs, const long long* vars, long long start,
+// long long end); the parallel RANGE runs [start, end). Vector values use
+// clang's ext_vector_type: this dialect overrides the value hooks for
+// vectors and leaves scalars to the base. float16 and bfloat16 are stored as
+// 16-bit patterns and computed in float, rounded to their type after every
+// operation (the interpreter's semantics).
 #include <functional>
-#include <limits>
-#include <cstdio>
-#include <map>
 #include <set>
-#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
 #include "engine/renderer/c_helpers.h"
+#include "engine/renderer/cstyle.h"
 #include "engine/renderer/renderer.h"
 
 namespace kiln {
@@ -67,31 +67,7 @@ bool IsHalfLike(DType t) {
   return t.scalar == ScalarType::kFloat16 || t.scalar == ScalarType::kBFloat16;
 }
 
-// C type of a scalar value (float16 / bfloat16 computed as float).
-std::string ScalarC(ScalarType s) {
-  switch (s) {
-    case ScalarType::kBool: return "_Bool";
-    case ScalarType::kInt8: return "signed char";
-    case ScalarType::kInt16: return "short";
-    case ScalarType::kInt32: return "int";
-    case ScalarType::kInt64: return "long long";
-    case ScalarType::kUInt8: return "unsigned char";
-    case ScalarType::kUInt16: return "unsigned short";
-    case ScalarType::kUInt32: return "unsigned int";
-    case ScalarType::kUInt64: return "unsigned long long";
-    case ScalarType::kFloat16: case ScalarType::kBFloat16: case ScalarType::kFloat32: return "float";
-    case ScalarType::kFloat64: return "double";
-    default: return "void";
-  }
-}
-
-// C type of a buffer element in memory.
-std::string StorageC(ScalarType s) {
-  if (s == ScalarType::kFloat16 || s == ScalarType::kBFloat16) return "unsigned short";
-  if (s == ScalarType::kBool) return "unsigned char";
-  return ScalarC(s);
-}
-
+// Short type names for vector typedefs (kf32x8).
 std::string Short(ScalarType s) {
   switch (s) {
     case ScalarType::kBool: return "b";
@@ -108,93 +84,82 @@ std::string Short(ScalarType s) {
   }
 }
 
-class CRenderer {
- public:
-  std::string Render(const std::string& name, const UOpList& uops) {
-    for (const UOpRef& u : uops)
-      for (const UOpRef& s : u->src()) uses_[s.get()]++;
-    std::string params, body;
-    int var_index = 0;
-    indent_ = 1;
-    for (const UOpRef& u : uops) {
-      const UOp& x = *u;
-      switch (x.op()) {
-        case Op::kDefineGlobal: {
-          std::string n = absl::StrCat("data", x.arg().Int());
-          absl::StrAppend(&params, "  ", StorageC(x.dtype().scalar), "* restrict ", n, " = (",
-                          StorageC(x.dtype().scalar), "*)bufs[", x.arg().Int(), "];\n");
-          expr_[&x] = n;
-          break;
-        }
-        case Op::kDefineVar:
-          absl::StrAppend(&params, "  const ", ScalarC(x.dtype().scalar), " ", x.arg().Str(),
-                          " = (", ScalarC(x.dtype().scalar), ")vars[", var_index++, "];\n");
-          expr_[&x] = x.arg().Str();
-          break;
-        case Op::kConst: expr_[&x] = Literal(x); break;
-        case Op::kRange: {
-          std::string n = absl::StrCat("ridx", x.arg().Ints()[0]);
-          bool par = x.arg().Ints().size() > 1 && x.arg().Ints()[1];
-          std::string lo = par ? "(int)start" : E(x.src(0));
-          std::string hi = par ? "(int)end" : E(x.src(1));
-          Line(&body, absl::StrCat("for (int ", n, " = ", lo, "; ", n, " < ", hi, "; ", n, "++) {"));
-          ++indent_;
-          expr_[&x] = n;
-          break;
-        }
-        case Op::kEndRange:
-          --indent_;
-          Line(&body, "}");
-          break;
-        case Op::kDefineAcc: {
-          std::string n = absl::StrCat("acc", x.arg().Int());
-          Line(&body, absl::StrCat(Type(x.dtype()), " ", n, " = ", E(x.src(0)), ";"));
-          expr_[&x] = n;
-          break;
-        }
-        case Op::kAssign:
-          Line(&body, absl::StrCat(E(x.src(0)), " = ", E(x.src(1)), ";"));
-          expr_[&x] = E(x.src(0));
-          break;
-        case Op::kStore: Line(&body, Store(x)); break;
-        default: {
-          std::string e = Value(x);
-          bool inline_ok = x.op() != Op::kLoad && x.dtype().count == 1 && uses_[&x] <= 1 &&
-                           x.op() != Op::kBitcast;
-          if (inline_ok) {
-            expr_[&x] = e;
-          } else {
-            std::string n = absl::StrCat(x.op() == Op::kLoad ? "val" : "alu", tmp_++);
-            Line(&body, absl::StrCat(Type(x.dtype()), " ", n, " = ", e, ";"));
-            expr_[&x] = n;
-          }
-        }
-      }
-    }
+class CRenderer : public CStyleRenderer {
+ protected:
+  // ---- the kernel's interface ----
+  void AddBuffer(Signature* /*sig*/, std::string* prologue, int64_t index,
+                 const std::string& storage, bool /*read_only*/) override {
+    Line(prologue, absl::StrCat(storage, "* restrict data", index, " = (", storage, "*)bufs[",
+                                index, "];"));
+  }
+  void AddVar(Signature* /*sig*/, std::string* prologue, const std::string& name,
+              const std::string& type, int index) override {
+    Line(prologue, absl::StrCat("const ", type, " ", name, " = (", type, ")vars[", index, "];"));
+  }
+  std::pair<std::string, std::string> RangeBounds(const UOp& range) override {
+    // The parallel loop covers the slice [start, end) the thread pool gives.
+    if (range.arg().Ints().size() > 1 && range.arg().Ints()[1]) return {"(int)start", "(int)end"};
+    return CStyleRenderer::RangeBounds(range);
+  }
+  std::string Wrap(const Signature& sig, const std::string& helpers, const std::string& prologue,
+                   const std::string& body) const override {
     std::string out;
     for (const auto& t : typedefs_) absl::StrAppend(&out, t, "\n");
-    if (half_) absl::StrAppend(&out, kHalfHelpers);
-    if (bf16_) absl::StrAppend(&out, kBf16Helpers);
+    absl::StrAppend(&out, helpers);
     for (const auto& h : helpers_) absl::StrAppend(&out, h, "\n");
-    absl::StrAppend(&out, "void ", name,
+    absl::StrAppend(&out, "void ", sig.name,
                     "(void** bufs, const long long* vars, long long start, long long end) {\n",
-                    params, body, "}\n");
+                    prologue, body, "}\n");
     return out;
   }
 
- private:
-  void Line(std::string* out, const std::string& s) {
-    absl::StrAppend(out, std::string(2 * indent_, ' '), s, "\n");
+  // ---- spellings ----
+  std::string ScalarC(ScalarType s) const override {
+    switch (s) {
+      case ScalarType::kBool: return "_Bool";
+      case ScalarType::kInt8: return "signed char";
+      case ScalarType::kInt16: return "short";
+      case ScalarType::kInt32: return "int";
+      case ScalarType::kInt64: return "long long";
+      case ScalarType::kUInt8: return "unsigned char";
+      case ScalarType::kUInt16: return "unsigned short";
+      case ScalarType::kUInt32: return "unsigned int";
+      case ScalarType::kUInt64: return "unsigned long long";
+      case ScalarType::kFloat16: case ScalarType::kBFloat16: case ScalarType::kFloat32: return "float";
+      case ScalarType::kFloat64: return "double";
+      default: return "void";
+    }
   }
-
-  const std::string& E(const UOpRef& u) {
-    auto it = expr_.find(u.get());
-    KILN_CHECK(it != expr_.end(), "C renderer: undefined ", u->Describe());
-    return it->second;
+  std::string Int64Suffix(bool is_unsigned) const override { return is_unsigned ? "ull" : "ll"; }
+  std::string NonFinite(bool is_double, bool nan) const override {
+    if (nan) return is_double ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
+    return is_double ? "__builtin_inf()" : "__builtin_inff()";
   }
+  std::string MathFn(const std::string& fn, bool is_double) const override {
+    return absl::StrCat("__builtin_", fn, is_double ? "" : "f");
+  }
+  std::string Bitcast(const std::string& from, const std::string& to,
+                      const std::string& v) const override {
+    return absl::StrCat("({", from, " s_ = ", v, "; ", to,
+                        " t_; __builtin_memcpy(&t_, &s_, sizeof(t_)); t_;})");
+  }
+  std::string HalfHelpers() const override { return kHalfHelpers; }
+  std::string Bf16Helpers() const override { return kBf16Helpers; }
+  std::string DialectName() const override { return "C renderer"; }
+  // The CPU lowering makes no GPU indices, local memory or barriers.
+  std::string BufferParam(const std::string&, const std::string&, bool) const override {
+    return NotOnCpu("buffer parameters");
+  }
+  std::string VarParam(const std::string&) const override { return NotOnCpu("var parameters"); }
+  std::string Special(const std::string& name) const override { return NotOnCpu(name); }
+  std::string LocalArray(const std::string&, const std::string&, int64_t) const override {
+    return NotOnCpu("local memory");
+  }
+  std::string Barrier() const override { return NotOnCpu("barriers"); }
 
+  // ---- values: vectors here, scalars in the base ----
   // Value type name; registers vector typedefs as needed.
-  std::string Type(DType t) {
+  std::string Type(DType t) override {
     if (t.count == 1) return ScalarC(t.scalar);
     ScalarType s = IsHalfLike(t) ? ScalarType::kFloat32 : t.scalar;
     std::string base = s == ScalarType::kBool ? "unsigned char" : ScalarC(s);
@@ -202,6 +167,130 @@ class CRenderer {
     typedefs_.insert(absl::StrCat("typedef ", base, " ", n, " __attribute__((ext_vector_type(",
                                   t.count, ")));"));
     return n;
+  }
+
+  // Rounds float-carried half / bfloat16 lanes; bool lanes back to 0 / 1.
+  std::string Round(DType t, const std::string& e) override {
+    if (t.count == 1) return CStyleRenderer::Round(t, e);
+    if (IsHalfLike(t)) {
+      bool half = t.scalar == ScalarType::kFloat16;
+      (half ? half_ : bf16_) = true;
+      const char* fn = half ? "kiln_rh" : "kiln_rbf";
+      std::string ty = Type(t);
+      std::string name = absl::StrCat(fn, "_", ty);
+      AddHelper(name, absl::StrCat("static inline ", ty, " ", name, "(", ty, " v) { ",
+                                   "for (int i = 0; i < ", t.count, "; ++i) v[i] = ", fn,
+                                   "(v[i]); return v; }"));
+      return absl::StrCat(name, "(", e, ")");
+    }
+    if (t.IsBool()) return absl::StrCat("(__builtin_convertvector((", e, ")!=0, ", Type(t), ")&1)");
+    return e;
+  }
+
+  std::string Load(const UOp& x) override {
+    DType t = x.dtype();
+    if (t.count == 1) return CStyleRenderer::Load(x);
+    const std::string& buf = E(x.src(0));
+    const std::string& idx = E(x.src(1));
+    // (Spelled before the masked case, which then does not use it: the
+    // typedef / helper it registers are part of the kernels' cache keys.)
+    std::string e = IsHalfLike(t)
+                        ? absl::StrCat(HalfVecHelper(t, false), "(", buf, "+", idx, ")")
+                        : absl::StrCat("(*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")))");
+    if (x.src().size() > 2 && x.src(2)->dtype().count > 1) return MaskedLoad(x);
+    if (x.src().size() > 2) e = absl::StrCat("(", E(x.src(2)), "?", e, ":", E(x.src(3)), ")");
+    return e;
+  }
+
+  std::string Store(const UOp& x) override {
+    DType t = x.src(2)->dtype();
+    if (t.count == 1) return CStyleRenderer::Store(x);
+    if (x.src().size() > 3 && x.src(3)->dtype().count > 1) return MaskedStore(x);
+    const std::string& buf = E(x.src(0));
+    const std::string& idx = E(x.src(1));
+    const std::string& v = E(x.src(2));
+    std::string s = IsHalfLike(t)
+                        ? absl::StrCat(HalfVecHelper(t, true), "(", buf, "+", idx, ", ", v, ");")
+                        : absl::StrCat("*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")) = ", v, ";");
+    if (x.src().size() > 3) s = absl::StrCat("if (", E(x.src(3)), ") ", s);
+    return s;
+  }
+
+  std::string Value(const UOp& x) override {
+    DType t = x.dtype();
+    if (x.op() == Op::kVectorize) return Vectorize(x);
+    if (x.op() == Op::kGep) return absl::StrCat(E(x.src(0)), "[", x.arg().Int(), "]");
+    if (t.count == 1) return CStyleRenderer::Value(x);
+    auto src = [&](size_t i) { return E(x.src(i)); };
+    bool is_double = t.scalar == ScalarType::kFloat64;
+    switch (x.op()) {
+      case Op::kCast:
+        if (t.IsBool())
+          return absl::StrCat("(__builtin_convertvector(", src(0), "!=0, ", Type(t), ")&1)");
+        return Round(t, absl::StrCat("__builtin_convertvector(", src(0), ", ", Type(t), ")"));
+      case Op::kTrunc:
+        return absl::StrCat("__builtin_elementwise_trunc(", src(0), ")");
+      case Op::kExp2:
+        if (!is_double) return Round(t, VectorExp2(t, src(0)));
+        [[fallthrough]];
+      case Op::kLog2: case Op::kSin: case Op::kSqrt: {
+        const char* fn = x.op() == Op::kExp2 ? "exp2" : x.op() == Op::kLog2 ? "log2"
+                       : x.op() == Op::kSin ? "sin" : "sqrt";
+        return Round(t, PerLane(t, {src(0)}, [&](const std::vector<std::string>& a) {
+          return absl::StrCat(MathFn(fn, is_double), "(", a[0], ")");
+        }));
+      }
+      case Op::kPow:
+        return Round(t, PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
+          return absl::StrCat(MathFn("pow", is_double), "(", a[0], ",", a[1], ")");
+        }));
+      case Op::kIDiv: case Op::kMod: {
+        const char* op = x.op() == Op::kIDiv ? "/" : "%";
+        const UOp& d = *x.src(1);
+        if (d.IsConst() && !d.IsConstInt(0) && !d.IsConstInt(-1)) break;  // as scalars
+        return PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
+          return absl::StrCat("(", a[1], "==0?0:", a[0], op, a[1], ")");
+        });
+      }
+      case Op::kMax:
+        return absl::StrCat("__builtin_elementwise_max(", src(0), ",", src(1), ")");
+      case Op::kCmpLt: case Op::kCmpNe: case Op::kCmpEq: {
+        const char* op = x.op() == Op::kCmpLt ? "<" : x.op() == Op::kCmpNe ? "!=" : "==";
+        return absl::StrCat("(__builtin_convertvector(", src(0), op, src(1), ", ", Type(t), ")&1)");
+      }
+      case Op::kWhere:
+        return absl::StrCat("((__builtin_convertvector(", src(0), ", ", MaskType(t), ")!=0)?",
+                            src(1), ":", src(2), ")");
+      case Op::kMulAcc: {
+        if (!t.IsFloat()) break;
+        std::string ty = Type(t);
+        helpers_.insert(absl::StrCat("#ifndef KILN_FMA_", ty, "\n#define KILN_FMA_", ty,
+                                     "\nstatic inline ", ty, " kiln_fma_", ty, "(", ty, " a, ", ty,
+                                     " b, ", ty, " c) {\n#pragma clang fp contract(fast)\n",
+                                     "  return a*b+c;\n}\n#endif"));
+        return Round(t, absl::StrCat("kiln_fma_", ty, "(", src(0), ",", src(1), ",", src(2), ")"));
+      }
+      default:
+        break;
+    }
+    // Operators that read the same on vectors (+ - * / & | ^ << >>, neg,
+    // recip, bitcast, integer mulacc): the base's spelling, rounded per lane.
+    return CStyleRenderer::Value(x);
+  }
+
+ private:
+  std::string NotOnCpu(const std::string& what) const {
+    KILN_CHECK(false, "C renderer: no ", what, " on the CPU");
+    return "";
+  }
+
+  std::string Vectorize(const UOp& x) {
+    bool same = true;
+    for (const UOpRef& s : x.src()) same &= s == x.src(0);
+    if (same) return absl::StrCat("((", Type(x.dtype()), ")(", E(x.src(0)), "))");
+    std::vector<std::string> parts;
+    for (const UOpRef& s : x.src()) parts.push_back(E(s));
+    return absl::StrCat("((", Type(x.dtype()), "){", absl::StrJoin(parts, ", "), "})");
   }
 
   // Unaligned vector pointer type for loads / stores of storage type.
@@ -219,59 +308,6 @@ class CRenderer {
     ScalarType s = sz == 1 ? ScalarType::kInt8 : sz == 2 ? ScalarType::kInt16
                  : sz == 4 ? ScalarType::kInt32 : ScalarType::kInt64;
     return Type(DType(s, t.count));
-  }
-
-  std::string Literal(const UOp& c) {
-    DType t = c.dtype();
-    ConstValue v = c.const_value();
-    if (const auto* i = std::get_if<int64_t>(&v)) {
-      // Negative literals are parenthesized so that "-" + literal never
-      // reads as "--".
-      auto paren = [&](std::string x) { return *i < 0 ? absl::StrCat("(", x, ")") : x; };
-      switch (t.scalar) {
-        case ScalarType::kInt64:
-          return *i == std::numeric_limits<int64_t>::min() ? "(-9223372036854775807ll-1)"
-                                                           : paren(absl::StrCat(*i, "ll"));
-        case ScalarType::kUInt64: return absl::StrCat(static_cast<uint64_t>(*i), "ull");
-        case ScalarType::kUInt32: return absl::StrCat(*i, "u");
-        case ScalarType::kInt32:
-          return *i == -2147483648LL ? "(-2147483647-1)" : paren(absl::StrCat(*i));
-        default: return paren(absl::StrCat(*i));
-      }
-    }
-    double d = std::get<double>(v);
-    bool dbl = t.scalar == ScalarType::kFloat64;
-    if (std::isnan(d)) return dbl ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
-    if (std::isinf(d))
-      return absl::StrCat(d < 0 ? "(-" : "(", dbl ? "__builtin_inf()" : "__builtin_inff()", ")");
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), dbl ? "%.17g" : "%.9g", d);
-    std::string s = buf;
-    if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-    if (!dbl) s += "f";
-    return std::signbit(d) ? absl::StrCat("(", s, ")") : s;
-  }
-
-  // Rounds a float-carried half / bfloat16 result; wraps a scalar integer
-  // result narrower than int (C computes those in int) back to its type.
-  std::string Round(DType t, const std::string& e) {
-    if (IsHalfLike(t)) {
-      bool half = t.scalar == ScalarType::kFloat16;
-      (half ? half_ : bf16_) = true;
-      const char* fn = half ? "kiln_rh" : "kiln_rbf";
-      if (t.count == 1) return absl::StrCat(fn, "(", e, ")");
-      std::string ty = Type(t);
-      std::string name = absl::StrCat(fn, "_", ty);
-      AddHelper(name, absl::StrCat("static inline ", ty, " ", name, "(", ty, " v) { ",
-                                   "for (int i = 0; i < ", t.count, "; ++i) v[i] = ", fn,
-                                   "(v[i]); return v; }"));
-      return absl::StrCat(name, "(", e, ")");
-    }
-    if (t.count == 1 && (t.IsInt() || t.IsBool()) && t.ScalarSize() < 4)
-      return absl::StrCat("((", ScalarC(t.scalar), ")", e, ")");
-    if (t.count > 1 && t.IsBool())  // lanes back to 0 / 1
-      return absl::StrCat("(__builtin_convertvector((", e, ")!=0, ", Type(t), ")&1)");
-    return e;
   }
 
   // Adds a helper function, guarded so that kernels compiled together in one
@@ -311,27 +347,6 @@ class CRenderer {
       lanes.push_back(f(a));
     }
     return absl::StrCat("((", Type(t), "){", absl::StrJoin(lanes, ", "), "})");
-  }
-
-  std::string Load(const UOp& x) {
-    const std::string& buf = E(x.src(0));
-    const std::string& idx = E(x.src(1));
-    DType t = x.dtype();
-    std::string e;
-    if (t.count == 1) {
-      std::string raw = absl::StrCat(buf, "[", idx, "]");
-      if (t.scalar == ScalarType::kFloat16) half_ = true, e = absl::StrCat("kiln_h2f(", raw, ")");
-      else if (t.scalar == ScalarType::kBFloat16) bf16_ = true, e = absl::StrCat("kiln_bf2f(", raw, ")");
-      else if (t.IsBool()) e = absl::StrCat("(", raw, "!=0)");
-      else e = raw;
-    } else if (IsHalfLike(t)) {
-      e = absl::StrCat(HalfVecHelper(t, false), "(", buf, "+", idx, ")");
-    } else {
-      e = absl::StrCat("(*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")))");
-    }
-    if (x.src().size() > 2 && x.src(2)->dtype().count > 1) return MaskedLoad(x);
-    if (x.src().size() > 2) e = absl::StrCat("(", E(x.src(2)), "?", e, ":", E(x.src(3)), ")");
-    return e;
   }
 
   // Element `i` of buffer `buf` at `idx` as a value (scalar load conversion).
@@ -394,151 +409,8 @@ class CRenderer {
                         idx, "+i_] = ", lane, ";");
   }
 
-  std::string Store(const UOp& x) {
-    const std::string& buf = E(x.src(0));
-    const std::string& idx = E(x.src(1));
-    const std::string& v = E(x.src(2));
-    DType t = x.src(2)->dtype();
-    if (x.src().size() > 3 && x.src(3)->dtype().count > 1) return MaskedStore(x);
-    std::string s;
-    if (t.count == 1) {
-      std::string val = v;
-      if (t.scalar == ScalarType::kFloat16) half_ = true, val = absl::StrCat("kiln_f2h(", v, ")");
-      if (t.scalar == ScalarType::kBFloat16) bf16_ = true, val = absl::StrCat("kiln_f2bf(", v, ")");
-      s = absl::StrCat(buf, "[", idx, "] = ", val, ";");
-    } else if (IsHalfLike(t)) {
-      s = absl::StrCat(HalfVecHelper(t, true), "(", buf, "+", idx, ", ", v, ");");
-    } else {
-      s = absl::StrCat("*((", UnalignedPtr(t), "*)(", buf, "+", idx, ")) = ", v, ";");
-    }
-    if (x.src().size() > 3) s = absl::StrCat("if (", E(x.src(3)), ") ", s);
-    return s;
-  }
-
-  std::string Value(const UOp& x) {
-    DType t = x.dtype();
-    auto src = [&](size_t i) { return E(x.src(i)); };
-    bool vec = t.count > 1;
-    bool is_double = t.scalar == ScalarType::kFloat64;
-    std::string fs = is_double ? "" : "f";  // libm suffix
-    auto bin = [&](const char* op) { return absl::StrCat("(", src(0), op, src(1), ")"); };
-    switch (x.op()) {
-      case Op::kLoad: return Load(x);
-      case Op::kVectorize: {
-        bool same = true;
-        for (const UOpRef& s : x.src()) same &= s == x.src(0);
-        if (same) return absl::StrCat("((", Type(t), ")(", src(0), "))");
-        std::vector<std::string> parts;
-        for (size_t i = 0; i < x.src().size(); ++i) parts.push_back(src(i));
-        return absl::StrCat("((", Type(t), "){", absl::StrJoin(parts, ", "), "})");
-      }
-      case Op::kGep: return absl::StrCat(src(0), "[", x.arg().Int(), "]");
-      case Op::kCast: {
-        DType from = x.src(0)->dtype();
-        if (t.IsBool()) {
-          if (!vec) return absl::StrCat("(", src(0), "!=0)");
-          return absl::StrCat("(__builtin_convertvector(", src(0), "!=0, ", Type(t), ")&1)");
-        }
-        std::string e = vec ? absl::StrCat("__builtin_convertvector(", src(0), ", ", Type(t), ")")
-                            : absl::StrCat("((", Type(t), ")(", src(0), "))");
-        (void)from;
-        return Round(t, e);
-      }
-      case Op::kBitcast: {
-        DType from = x.src(0)->dtype();
-        std::string ft = IsHalfLike(from) ? "unsigned short" : Type(from);
-        std::string tt = IsHalfLike(t) ? "unsigned short" : Type(t);
-        std::string sv = src(0);
-        if (from.scalar == ScalarType::kFloat16) half_ = true, sv = absl::StrCat("kiln_f2h(", sv, ")");
-        if (from.scalar == ScalarType::kBFloat16) bf16_ = true, sv = absl::StrCat("kiln_f2bf(", sv, ")");
-        std::string e = absl::StrCat("({", ft, " s_ = ", sv, "; ", tt,
-                                     " t_; __builtin_memcpy(&t_, &s_, sizeof(t_)); t_;})");
-        if (t.scalar == ScalarType::kFloat16) half_ = true, e = absl::StrCat("kiln_h2f(", e, ")");
-        if (t.scalar == ScalarType::kBFloat16) bf16_ = true, e = absl::StrCat("kiln_bf2f(", e, ")");
-        return e;
-      }
-      case Op::kNeg: return Round(t, absl::StrCat("(-(", src(0), "))"));
-      case Op::kRecip:
-        return Round(t, absl::StrCat("(", is_double ? "1.0" : "1.0f", "/", src(0), ")"));
-      case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kTrunc: {
-        const char* fn = x.op() == Op::kExp2 ? "exp2" : x.op() == Op::kLog2 ? "log2"
-                       : x.op() == Op::kSin ? "sin" : x.op() == Op::kSqrt ? "sqrt" : "trunc";
-        if (vec && x.op() == Op::kTrunc) return absl::StrCat("__builtin_elementwise_trunc(", src(0), ")");
-        if (vec && x.op() == Op::kExp2 && !is_double) return Round(t, VectorExp2(t, src(0)));
-        if (vec) return Round(t, PerLane(t, {src(0)}, [&](const std::vector<std::string>& a) {
-          return absl::StrCat("__builtin_", fn, fs, "(", a[0], ")");
-        }));
-        return Round(t, absl::StrCat("__builtin_", fn, fs, "(", src(0), ")"));
-      }
-      case Op::kPow:
-        if (vec) {
-          return Round(t, PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
-            return absl::StrCat("__builtin_pow", fs, "(", a[0], ",", a[1], ")");
-          }));
-        }
-        return Round(t, absl::StrCat("__builtin_pow", fs, "(", src(0), ",", src(1), ")"));
-      case Op::kAdd: return Round(t, bin("+"));
-      case Op::kSub: return Round(t, bin("-"));
-      case Op::kMul: return Round(t, bin("*"));
-      case Op::kFDiv: return Round(t, bin("/"));
-      case Op::kIDiv: case Op::kMod: {
-        const char* op = x.op() == Op::kIDiv ? "/" : "%";
-        const UOp& d = *x.src(1);
-        bool safe = d.IsConst() && !d.IsConstInt(0) && !d.IsConstInt(-1);
-        if (safe) return Round(t, bin(op));
-        if (vec) return PerLane(t, {src(0), src(1)}, [&](const std::vector<std::string>& a) {
-          return absl::StrCat("(", a[1], "==0?0:", a[0], op, a[1], ")");
-        });
-        if (t.IsUnsigned())
-          return Round(t, absl::StrCat("(", src(1), "==0?0:", src(0), op, src(1), ")"));
-        std::string neg = x.op() == Op::kIDiv ? absl::StrCat("-(", src(0), ")") : "0";
-        return Round(t, absl::StrCat("(", src(1), "==0?0:(", src(1), "==-1?", neg, ":", src(0), op,
-                                     src(1), "))"));
-      }
-      case Op::kMax:
-        if (vec) return absl::StrCat("__builtin_elementwise_max(", src(0), ",", src(1), ")");
-        return absl::StrCat("((", src(0), ")>(", src(1), ")?(", src(0), "):(", src(1), "))");
-      case Op::kCmpLt: case Op::kCmpNe: case Op::kCmpEq: {
-        const char* op = x.op() == Op::kCmpLt ? "<" : x.op() == Op::kCmpNe ? "!=" : "==";
-        if (!vec) return bin(op);
-        return absl::StrCat("(__builtin_convertvector(", src(0), op, src(1), ", ", Type(t), ")&1)");
-      }
-      case Op::kAnd: return Round(t, bin("&"));
-      case Op::kOr: return Round(t, bin("|"));
-      case Op::kXor: return Round(t, bin("^"));
-      case Op::kShl: case Op::kShr: {
-        int bits = t.ScalarSize() * 8;
-        return Round(t, absl::StrCat("(", src(0), x.op() == Op::kShl ? "<<" : ">>", "((", src(1),
-                                     ")&", bits - 1, "))"));
-      }
-      case Op::kWhere:
-        if (!vec) return absl::StrCat("(", src(0), "?", src(1), ":", src(2), ")");
-        return absl::StrCat("((__builtin_convertvector(", src(0), ", ", MaskType(t), ")!=0)?",
-                            src(1), ":", src(2), ")");
-      case Op::kMulAcc: {
-        if (!t.IsFloat())
-          return Round(t, absl::StrCat("((", src(0), "*", src(1), ")+", src(2), ")"));
-        if (!vec) return Round(t, absl::StrCat("__builtin_fma", fs, "(", src(0), ",", src(1), ",", src(2), ")"));
-        std::string ty = Type(t);
-        helpers_.insert(absl::StrCat("#ifndef KILN_FMA_", ty, "\n#define KILN_FMA_", ty,
-                                     "\nstatic inline ", ty, " kiln_fma_", ty, "(", ty, " a, ", ty,
-                                     " b, ", ty, " c) {\n#pragma clang fp contract(fast)\n",
-                                     "  return a*b+c;\n}\n#endif"));
-        return Round(t, absl::StrCat("kiln_fma_", ty, "(", src(0), ",", src(1), ",", src(2), ")"));
-      }
-      default:
-        KILN_CHECK(false, "C renderer: cannot render ", x.Describe());
-    }
-    return "";
-  }
-
-  std::unordered_map<const UOp*, std::string> expr_;
-  std::unordered_map<const UOp*, int> uses_;
   std::set<std::string> typedefs_;
   std::set<std::string> helpers_;
-  bool half_ = false, bf16_ = false;
-  int indent_ = 1;
-  int tmp_ = 0;
 };
 
 }  // namespace

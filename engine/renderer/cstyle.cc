@@ -32,31 +32,21 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
   Signature sig;
   sig.name = name;
   std::string prologue, body;
+  int vars = 0;
   indent_ = 1;
   for (const UOpRef& u : uops) {
     const UOp& x = *u;
     switch (x.op()) {
-      case Op::kDefineGlobal: {
-        // Parameters cover every index below the largest (unused ones too).
-        while (static_cast<int64_t>(sig.params.size()) < x.arg().Int())
-          sig.params.push_back(BufferParam(ScalarC(ScalarType::kUInt8),
-                                           absl::StrCat("unused", sig.params.size()), true));
-        std::string n = absl::StrCat("data", x.arg().Int());
+      case Op::kDefineGlobal:
         if (x.dtype().scalar == ScalarType::kFloat64) double_ = true;
-        sig.params.push_back(
-            BufferParam(StorageC(x.dtype().scalar), n, stored.count(x.arg().Int()) == 0));
-        expr_[&x] = n;
+        AddBuffer(&sig, &prologue, x.arg().Int(), StorageC(x.dtype().scalar),
+                  stored.count(x.arg().Int()) == 0);
+        expr_[&x] = absl::StrCat("data", x.arg().Int());
         break;
-      }
-      case Op::kDefineVar: {
-        const std::string& n = x.arg().Str();
-        std::string p = absl::StrCat("var_", n);
-        sig.params.push_back(VarParam(p));
-        std::string t = Type(x.dtype());
-        Line(&prologue, absl::StrCat("const ", t, " ", n, " = (", t, ")", p, ";"));
-        expr_[&x] = n;
+      case Op::kDefineVar:
+        AddVar(&sig, &prologue, x.arg().Str(), Type(x.dtype()), vars++);
+        expr_[&x] = x.arg().Str();
         break;
-      }
       case Op::kSpecial: {
         const std::string& n = x.arg().Str();
         KILN_CHECK(n.size() == 5 && (n.rfind("gidx", 0) == 0 || n.rfind("lidx", 0) == 0) &&
@@ -82,8 +72,8 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
         break;
       case Op::kRange: {
         std::string n = absl::StrCat("ridx", x.arg().Ints()[0]);
-        Line(&body, absl::StrCat("for (int ", n, " = ", E(x.src(0)), "; ", n, " < ", E(x.src(1)),
-                                 "; ", n, "++) {"));
+        auto [lo, hi] = RangeBounds(x);
+        Line(&body, absl::StrCat("for (int ", n, " = ", lo, "; ", n, " < ", hi, "; ", n, "++) {"));
         ++indent_;
         expr_[&x] = n;
         break;
@@ -107,7 +97,8 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
         break;
       default: {
         std::string e = Value(x);
-        bool inline_ok = x.op() != Op::kLoad && uses_[&x] <= 1 && x.op() != Op::kBitcast;
+        bool inline_ok = x.op() != Op::kLoad && x.dtype().count == 1 && uses_[&x] <= 1 &&
+                         x.op() != Op::kBitcast;
         if (inline_ok) {
           expr_[&x] = e;
         } else {
@@ -123,6 +114,26 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
   if (bf16_) absl::StrAppend(&helpers, Bf16Helpers());
   sig.uses_double = double_;
   return Wrap(sig, helpers, prologue, body);
+}
+
+void CStyleRenderer::AddBuffer(Signature* sig, std::string* /*prologue*/, int64_t index,
+                               const std::string& storage, bool read_only) {
+  // Parameters cover every index below the largest (unused ones too).
+  while (static_cast<int64_t>(sig->params.size()) < index)
+    sig->params.push_back(BufferParam(ScalarC(ScalarType::kUInt8),
+                                      absl::StrCat("unused", sig->params.size()), true));
+  sig->params.push_back(BufferParam(storage, absl::StrCat("data", index), read_only));
+}
+
+void CStyleRenderer::AddVar(Signature* sig, std::string* prologue, const std::string& name,
+                            const std::string& type, int /*index*/) {
+  std::string p = absl::StrCat("var_", name);
+  sig->params.push_back(VarParam(p));
+  Line(prologue, absl::StrCat("const ", type, " ", name, " = (", type, ")", p, ";"));
+}
+
+std::pair<std::string, std::string> CStyleRenderer::RangeBounds(const UOp& range) {
+  return {E(range.src(0)), E(range.src(1))};
 }
 
 void CStyleRenderer::Line(std::string* out, const std::string& s) {

@@ -1,18 +1,22 @@
-// Shared machinery of the GPU C-family renderers (OpenCL C and CUDA C): one
-// pass over the linear UOps that prints statements and inlines single-use
-// scalar expressions. A dialect (a subclass) supplies the spellings that
-// differ: types, kernel signature, grid / block indices, math functions,
-// non-finite literals, bitcasts and the float16 / bfloat16 helpers.
+// Shared machinery of kiln's C-family renderers: one pass over the linear
+// UOps that prints statements and inlines single-use scalar expressions. A
+// dialect (a subclass) supplies the spellings that differ: types, kernel
+// signature, grid / block indices, math functions, non-finite literals,
+// bitcasts and the float16 / bfloat16 helpers. The dialects are OpenCL C and
+// CUDA C (GPU kernels, scalar per thread: the GPU heuristics make no vector
+// upcasts) and the CPU's C (c_renderer.cc), which also overrides the value
+// hooks (Type, Round, Load, Store, Value) for clang's ext_vector_type vectors
+// and handles scalars through the base.
 //
-// GPU kernels are scalar per thread (the GPU heuristics make no vector
-// upcasts). Local memory (DEFINE_LOCAL) holds values in their computed type
-// (float for float16 / bfloat16), so its loads and stores convert nothing. float16 / bfloat16 values are stored as 16-bit patterns and
-// computed in float, rounded to their type after every operation, like the
-// interpreter and the C renderer.
+// Local memory (DEFINE_LOCAL) holds values in their computed type (float for
+// float16 / bfloat16), so its loads and stores convert nothing. float16 /
+// bfloat16 values are stored as 16-bit patterns and computed in float,
+// rounded to their type after every operation, like the interpreter.
 //
-// Kernel ABI: one pointer parameter per DEFINE_GLOBAL (data0, data1, ...; a
-// buffer the kernel never stores to is const), then one 64-bit integer
-// parameter per DEFINE_VAR, in program order.
+// GPU kernel ABI: one pointer parameter per DEFINE_GLOBAL (data0, data1,
+// ...; a buffer the kernel never stores to is const), then one 64-bit
+// integer parameter per DEFINE_VAR, in program order (the CPU dialect
+// replaces both through AddBuffer / AddVar).
 // Internal to engine/renderer. Not thread-safe (one instance per render).
 #ifndef KILN_ENGINE_RENDERER_CSTYLE_H_
 #define KILN_ENGINE_RENDERER_CSTYLE_H_
@@ -21,6 +25,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/uop/uop.h"
@@ -41,7 +46,20 @@ class CStyleRenderer {
     bool uses_double = false;
   };
 
-  // ---- dialect hooks ----
+  // ---- dialect hooks: the kernel's interface ----
+  // Declares buffer DEFINE_GLOBAL `index` (C type `storage` in memory,
+  // never stored to if `read_only`) as "data<index>". The default adds a
+  // BufferParam to sig->params, padding unused indices below it.
+  virtual void AddBuffer(Signature* sig, std::string* prologue, int64_t index,
+                         const std::string& storage, bool read_only);
+  // Declares DEFINE_VAR `name` of C type `type`, the `index`-th variable.
+  // The default adds a VarParam "var_<name>" and converts it in the prologue.
+  virtual void AddVar(Signature* sig, std::string* prologue, const std::string& name,
+                      const std::string& type, int index);
+  // The bounds of a RANGE loop (by default its two sources).
+  virtual std::pair<std::string, std::string> RangeBounds(const UOp& range);
+
+  // ---- dialect hooks: spellings ----
   // Value type of a scalar (float16 / bfloat16 are computed as float).
   virtual std::string ScalarC(ScalarType s) const = 0;
   // Element type in memory: 16-bit floats as unsigned short, bool as a byte.
@@ -84,19 +102,25 @@ class CStyleRenderer {
   // Name used in messages ("CUDA renderer").
   virtual std::string DialectName() const = 0;
 
- private:
+  // ---- value hooks: the base renders scalars; a vector dialect overrides
+  // them and defers its scalar cases here ----
+  // The C type of a value (the base accepts scalars only).
+  virtual std::string Type(DType t);
+  virtual std::string Round(DType t, const std::string& e);
+  virtual std::string Load(const UOp& x);
+  virtual std::string Store(const UOp& x);
+  virtual std::string Value(const UOp& x);
+
+  // For the dialects.
   void Line(std::string* out, const std::string& s);
   const std::string& E(const UOpRef& u);
-  std::string Type(DType t);
   std::string Literal(const UOp& c);
-  std::string Round(DType t, const std::string& e);
-  std::string Load(const UOp& x);
-  std::string Store(const UOp& x);
-  std::string Value(const UOp& x);
+  bool half_ = false, bf16_ = false;  // the helpers the kernel needs
 
+ private:
   std::unordered_map<const UOp*, std::string> expr_;
   std::unordered_map<const UOp*, int> uses_;
-  bool half_ = false, bf16_ = false, double_ = false;
+  bool double_ = false;
   int indent_ = 1;
   int tmp_ = 0;
 };
