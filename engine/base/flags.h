@@ -1,5 +1,6 @@
 // Environment flags, read once per process into an immutable snapshot.
-//   DEBUG=1..5   engine debug output (2: one line per kernel, 4: kernel source)
+//   DEBUG=1..5   engine debug output (2: one line per kernel, 4: kernel source,
+//                5: the linear program after each lowering step)
 //   NOOPT=1      disable kernel optimizations (plain loops)
 //   BEAM=N       rounds of timed search over the CPU heuristics' choices per
 //                reduce kernel (0: the heuristics alone; engine/realize/beam.h)

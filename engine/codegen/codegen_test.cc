@@ -136,6 +136,54 @@ TEST_F(CodegenTest, GoldenMatmul) {
   CheckGolden("matmul.c", Source(s.items[0], "matmul"));
 }
 
+// Lowering ends with a spec check of the program (linear_program.h); each
+// broken rule is caught and named.
+TEST_F(CodegenTest, LinearProgramCheckCatchesBrokenPrograms) {
+  Schedule s = Sched({A({16, 256}).Sum({1})});
+  auto k = Kernel::Create(s.items[0].ast, RendererOptions{});
+  ASSERT_TRUE(k.ok()) << k.status();
+  k->HandCodedOptimizations();
+  auto p = Lower(*k);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(CheckLinearProgram(*p).ok());
+  auto first = [&](Op op) {
+    for (size_t i = 0; i < p->uops.size(); ++i)
+      if (p->uops[i]->op() == op) return i;
+    return p->uops.size();
+  };
+  auto broken = [&](const std::function<void(UOpList*)>& edit) {
+    LinearProgram q = *p;
+    edit(&q.uops);
+    return std::string(CheckLinearProgram(q).message());
+  };
+  const size_t end = first(Op::kEndRange), store = first(Op::kStore);
+  ASSERT_LT(end, p->uops.size());
+  ASSERT_LT(store, p->uops.size());
+  size_t last_end = 0;
+  for (size_t i = 0; i < p->uops.size(); ++i)
+    if (p->uops[i]->op() == Op::kEndRange) last_end = i;
+  EXPECT_NE(broken([&](UOpList* u) { u->erase(u->begin() + last_end); }).find("never closed"),
+            std::string::npos);
+  // The store moved before what it stores is computed.
+  EXPECT_NE(broken([&](UOpList* u) {
+              UOpRef st = (*u)[store];
+              u->erase(u->begin() + store);
+              u->insert(u->begin() + p->num_bufs, st);
+            }).find("not defined here"),
+            std::string::npos);
+  // A value made inside the loop used after it: the loop closed before the
+  // last use of its index.
+  size_t range = first(Op::kRange);
+  EXPECT_NE(broken([&](UOpList* u) {
+              UOpRef close = (*u)[end];
+              u->erase(u->begin() + end);
+              u->insert(u->begin() + range + 1, close);
+            }).find("not defined here"),
+            std::string::npos);
+  EXPECT_NE(broken([&](UOpList* u) { std::swap((*u)[0], (*u)[1]); }).find("parameter order"),
+            std::string::npos);
+}
+
 TEST_F(CodegenTest, MatmulEstimates) {
   Schedule s = Sched({A({64, 32}).Matmul(A({32, 48}))});
   auto k = Kernel::Create(s.items[0].ast, RendererOptions{});

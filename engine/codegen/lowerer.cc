@@ -1,6 +1,7 @@
 #include "engine/codegen/lowerer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/base/flags.h"
 #include "engine/codegen/lanes.h"
 #include "engine/codegen/lowerer_local.h"
 #include "engine/uop/symbolic.h"
@@ -117,144 +119,200 @@ class Lowerer {
  public:
   explicit Lowerer(const Kernel& k) : k_(k) {}
 
+  struct Step {
+    const char* name;
+    absl::Status (Lowerer::*run)(LinearProgram* p);
+  };
+
   absl::StatusOr<LinearProgram> Run() {
+    // Lowering runs these steps in order. With DEBUG>=5 the program so far
+    // is listed after each; the last step checks the result
+    // (CheckLinearProgram, linear_program.h).
+    static constexpr Step kSteps[] = {
+        {"axes", &Lowerer::ClassifyAxes},
+        {"global loops", &Lowerer::OpenGlobalLoops},
+        {"reduce", &Lowerer::LowerReduce},
+        {"stores", &Lowerer::LowerStores},
+        {"flatten", &Lowerer::FlattenProgram},
+        {"parameters", &Lowerer::OrderParameters},
+        {"check", &Lowerer::Check},
+    };
+    LinearProgram p;
+    const bool dump = Env().debug >= 5;
+    for (const Step& step : kSteps) {
+      RETURN_IF_ERROR((this->*step.run)(&p));
+      if (dump) {
+        LinearProgram so_far = p;
+        if (so_far.uops.empty()) so_far.uops = em_.Flatten();
+        std::fprintf(stderr, "lower %s after %s:\n%s", p.name.c_str(), step.name,
+                     ListProgram(so_far).c_str());
+      }
+    }
+    return p;
+  }
+
+ private:
+  // The axes' roles: global or reduce upcasts, the vector axis and width.
+  absl::Status ClassifyAxes(LinearProgram* p) {
     const int n = k_.ndim();
-    const int fr = k_.first_reduce(), fu = k_.first_upcast();
     vx_ = k_.vector_axis();
     w_ = k_.vector_width();
     lane_ = UOp::Variable("lane", 0, std::max<int64_t>(w_ - 1, 0));
     lanes_ = Lanes(lane_);
     idx_.assign(n, nullptr);
-    for (int a = fu; a < n; ++a) {
+    for (int a = k_.first_upcast(); a < n; ++a) {
       if (a == vx_) continue;
       (k_.IsReduceAxis(a) ? r_axes_ : g_axes_).push_back(a);
     }
-    bool vec_is_reduce = vx_ >= 0 && k_.IsReduceAxis(vx_);
-    w_post_ = vec_is_reduce ? 1 : w_;
-
-    LinearProgram p;
-    p.name = k_.Name();
-    for (const Opt& o : k_.applied()) p.opts.push_back(o.ToString());
+    w_post_ = vec_is_reduce() ? 1 : w_;
+    p->name = k_.Name();
+    for (const Opt& o : k_.applied()) p->opts.push_back(o.ToString());
     stager_ = LocalStager::Create(k_);  // GPU operands staged in local memory, or nullptr
-    if (stager_) p.opts.push_back(stager_->Describe());
-    // Global loops; the first real one runs split across threads. On GPUs
-    // global and local axes are grid / block indices instead.
-    int range_id = 0;
-    bool parallel = true;
+    if (stager_) p->opts.push_back(stager_->Describe());
+    return absl::OkStatus();
+  }
+
+  // Global loops; the first real one runs split across threads. On GPUs
+  // global and local axes are grid / block indices instead.
+  absl::Status OpenGlobalLoops(LinearProgram* p) {
     if (k_.options().gpu) {
       RETURN_IF_ERROR(MapSpecials(0, k_.first_local(), "gidx", {int64_t{2147483647}, 65535, 65535},
-                                  &p.global));
+                                  &p->global));
       // Block dims: local axes, then the group axis (a reduce axis).
-      RETURN_IF_ERROR(MapSpecials(k_.first_local(), fr + k_.group_dims(), "lidx", {1024, 1024, 64},
-                                  &p.local));
+      RETURN_IF_ERROR(MapSpecials(k_.first_local(), k_.first_reduce() + k_.group_dims(), "lidx",
+                                  {1024, 1024, 64}, &p->local));
+      return absl::OkStatus();
     }
-    for (int a = 0; a < fr && !k_.options().gpu; ++a) {
+    bool parallel = true;
+    for (int a = 0; a < k_.first_reduce(); ++a) {
       int64_t s = k_.full_shape()[a];
       if (s == 1) {
         idx_[a] = UOp::ConstInt(0);
         continue;
       }
       UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(s)},
-                           Arg(std::vector<int64_t>{range_id++, parallel ? 1 : 0}));
-      if (parallel) p.global[0] = s;
+                           Arg(std::vector<int64_t>{range_id_++, parallel ? 1 : 0}));
+      if (parallel) p->global[0] = s;
       parallel = false;
       idx_[a] = r;
       em_.OpenLoop(r);
       ++open_loops_;
     }
-    if (const UOp* red = k_.reduce()) {
-      Op rop = ReduceOpOf(*red);
-      DType dt = red->dtype();
-      std::vector<std::map<int, int64_t>> gcombos = Combos(g_axes_);
-      std::vector<std::map<int, int64_t>> rcombos = Combos(r_axes_);
-      std::vector<UOpRef> acc(gcombos.size()), cur(gcombos.size());
-      for (size_t g = 0; g < gcombos.size(); ++g) {
-        UOpRef init = Broadcast(Identity(rop, dt), w_);
-        acc[g] = UOp::Make(Op::kDefineAcc, dt.Vec(static_cast<int>(w_)), {init},
-                           Arg(static_cast<int64_t>(acc_id_++)));
-        em_.Emit(acc[g], true);
-        cur[g] = acc[g];
-      }
-      int reduce_loops = 0, stage_loops = -1;
-      for (int a = fr + k_.group_dims(); a < fu; ++a) {
-        int64_t s = k_.full_shape()[a];
-        if (s == 1) {
-          idx_[a] = UOp::ConstInt(0);
-          continue;
-        }
-        UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(s)},
-                             Arg(std::vector<int64_t>{range_id++, 0}));
-        idx_[a] = r;
-        em_.OpenLoop(r);
-        ++reduce_loops;
-        if (stager_ && a == stager_->axis()) {  // this slice into local memory
-          for (const UOpRef& u : stager_->Copy(idx_)) em_.Emit(u, true);
-          stage_loops = reduce_loops;
-        }
-      }
-      for (size_t g = 0; g < gcombos.size(); ++g) {
-        for (const auto& rc : rcombos) {
-          combo_ = gcombos[g];
-          combo_.insert(rc.begin(), rc.end());
-          const UOpRef& x = red->src(0);
-          UOpRef nv;
-          if (rop == Op::kAdd && x->op() == Op::kMul && dt.IsFloat()) {
-            ASSIGN_OR_RETURN(UOpRef a, LowerNode(x->src(0), w_));
-            ASSIGN_OR_RETURN(UOpRef b, LowerNode(x->src(1), w_));
-            nv = UOp::Make(Op::kMulAcc, a->dtype(), {a, b, cur[g]});
-          } else {
-            ASSIGN_OR_RETURN(UOpRef v, LowerNode(x, w_));
-            nv = Alu(rop, {cur[g], v});
-          }
-          cur[g] = UOp::Make(Op::kAssign, nv->dtype(), {acc[g], nv});
-          em_.Emit(cur[g], true);
-        }
-      }
-      for (int open = reduce_loops; open > 0; --open) {
-        // The slice's last reads of local memory come before the next copy.
-        if (open == stage_loops) em_.Emit(stager_->EndBarrier(cur), true);
-        em_.CloseLoop();
-      }
-      for (size_t g = 0; g < gcombos.size(); ++g) {
-        UOpRef res = acc[g];
-        if (vec_is_reduce) {  // horizontal reduce of the vector lanes
-          res = UOp::Make(Op::kGep, dt, {acc[g]}, Arg(int64_t{0}));
-          for (int64_t l = 1; l < w_; ++l)
-            res = Alu(rop, {res, UOp::Make(Op::kGep, dt, {acc[g]}, Arg(l))});
-        }
-        reduce_result_[Key(gcombos[g])] = res;
-      }
-      if (k_.group_dims() > 0) CombineGroup(rop, dt, gcombos, &range_id);
+    return absl::OkStatus();
+  }
+
+  // The reduce: accumulators, the reduce loops (with local-memory staging),
+  // the accumulation, the horizontal reduce of vector lanes and the combine
+  // of a GPU group.
+  absl::Status LowerReduce(LinearProgram* /*p*/) {
+    const UOp* red = k_.reduce();
+    if (red == nullptr) return absl::OkStatus();
+    Op rop = ReduceOpOf(*red);
+    DType dt = red->dtype();
+    std::vector<std::map<int, int64_t>> gcombos = Combos(g_axes_);
+    std::vector<std::map<int, int64_t>> rcombos = Combos(r_axes_);
+    std::vector<UOpRef> acc(gcombos.size()), cur(gcombos.size());
+    for (size_t g = 0; g < gcombos.size(); ++g) {
+      UOpRef init = Broadcast(Identity(rop, dt), w_);
+      acc[g] = UOp::Make(Op::kDefineAcc, dt.Vec(static_cast<int>(w_)), {init},
+                         Arg(static_cast<int64_t>(acc_id_++)));
+      em_.Emit(acc[g], true);
+      cur[g] = acc[g];
     }
-    // Post-reduce values and the store, for each global upcast copy.
+    int reduce_loops = 0, stage_loops = -1;
+    for (int a = k_.first_reduce() + k_.group_dims(); a < k_.first_upcast(); ++a) {
+      int64_t s = k_.full_shape()[a];
+      if (s == 1) {
+        idx_[a] = UOp::ConstInt(0);
+        continue;
+      }
+      UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(s)},
+                           Arg(std::vector<int64_t>{range_id_++, 0}));
+      idx_[a] = r;
+      em_.OpenLoop(r);
+      ++reduce_loops;
+      if (stager_ && a == stager_->axis()) {  // this slice into local memory
+        for (const UOpRef& u : stager_->Copy(idx_)) em_.Emit(u, true);
+        stage_loops = reduce_loops;
+      }
+    }
+    for (size_t g = 0; g < gcombos.size(); ++g) {
+      for (const auto& rc : rcombos) {
+        combo_ = gcombos[g];
+        combo_.insert(rc.begin(), rc.end());
+        const UOpRef& x = red->src(0);
+        UOpRef nv;
+        if (rop == Op::kAdd && x->op() == Op::kMul && dt.IsFloat()) {
+          ASSIGN_OR_RETURN(UOpRef a, LowerNode(x->src(0), w_));
+          ASSIGN_OR_RETURN(UOpRef b, LowerNode(x->src(1), w_));
+          nv = UOp::Make(Op::kMulAcc, a->dtype(), {a, b, cur[g]});
+        } else {
+          ASSIGN_OR_RETURN(UOpRef v, LowerNode(x, w_));
+          nv = Alu(rop, {cur[g], v});
+        }
+        cur[g] = UOp::Make(Op::kAssign, nv->dtype(), {acc[g], nv});
+        em_.Emit(cur[g], true);
+      }
+    }
+    for (int open = reduce_loops; open > 0; --open) {
+      // The slice's last reads of local memory come before the next copy.
+      if (open == stage_loops) em_.Emit(stager_->EndBarrier(cur), true);
+      em_.CloseLoop();
+    }
+    for (size_t g = 0; g < gcombos.size(); ++g) {
+      UOpRef res = acc[g];
+      if (vec_is_reduce()) {  // horizontal reduce of the vector lanes
+        res = UOp::Make(Op::kGep, dt, {acc[g]}, Arg(int64_t{0}));
+        for (int64_t l = 1; l < w_; ++l)
+          res = Alu(rop, {res, UOp::Make(Op::kGep, dt, {acc[g]}, Arg(l))});
+      }
+      reduce_result_[Key(gcombos[g])] = res;
+    }
+    if (k_.group_dims() > 0) CombineGroup(rop, dt, gcombos);
+    return absl::OkStatus();
+  }
+
+  // Post-reduce values and the store, for each global upcast copy.
+  absl::Status LowerStores(LinearProgram* /*p*/) {
     for (const auto& gc : Combos(g_axes_)) {
       combo_ = gc;
       RETURN_IF_ERROR(LowerStore());
     }
     for (int i = 0; i < open_loops_; ++i) em_.CloseLoop();
-    p.uops = em_.Flatten();
+    return absl::OkStatus();
+  }
+
+  absl::Status FlattenProgram(LinearProgram* p) {
+    p->uops = em_.Flatten();
+    return absl::OkStatus();
+  }
+
+  // Buffers first, in parameter order; every parameter defined.
+  absl::Status OrderParameters(LinearProgram* p) {
     std::set<int64_t> params;
-    for (const UOpRef& u : p.uops) {
+    for (const UOpRef& u : p->uops) {
       if (u->op() == Op::kDefineGlobal) params.insert(u->arg().Int());
-      if (u->op() == Op::kDefineVar) p.vars.push_back(u->arg().Str());
+      if (u->op() == Op::kDefineVar) p->vars.push_back(u->arg().Str());
     }
     // A buffer whose every access folded away (a load masked out entirely)
     // still takes its parameter slot: launches pass buffers by position.
     for (const UOp* u : Toposort(k_.ast()))
       if (u->op() == Op::kDefineGlobal && params.insert(u->arg().Int()).second)
-        p.uops.push_back(u->ref());
-    p.num_bufs = params.empty() ? 0 : static_cast<int>(*params.rbegin()) + 1;
-    if (static_cast<size_t>(p.num_bufs) != params.size())
+        p->uops.push_back(u->ref());
+    p->num_bufs = params.empty() ? 0 : static_cast<int>(*params.rbegin()) + 1;
+    if (static_cast<size_t>(p->num_bufs) != params.size())
       return absl::InternalError("lowering: kernel buffer parameters are not contiguous");
-    // Buffers are defined first, in parameter order.
-    std::stable_partition(p.uops.begin(), p.uops.end(),
+    std::stable_partition(p->uops.begin(), p->uops.end(),
                           [](const UOpRef& u) { return u->op() == Op::kDefineGlobal; });
-    std::stable_sort(p.uops.begin(), p.uops.begin() + p.num_bufs,
+    std::stable_sort(p->uops.begin(), p->uops.begin() + p->num_bufs,
                      [](const UOpRef& a, const UOpRef& b) { return a->arg().Int() < b->arg().Int(); });
-    return p;
+    return absl::OkStatus();
   }
 
- private:
+  absl::Status Check(LinearProgram* p) { return CheckLinearProgram(*p); }
+
+  bool vec_is_reduce() const { return vx_ >= 0 && k_.IsReduceAxis(vx_); }
+
   std::vector<std::map<int, int64_t>> Combos(const std::vector<int>& axes) const {
     std::vector<std::map<int, int64_t>> out = {{}};
     for (int a : axes) {
@@ -280,8 +338,7 @@ class Lowerer {
   // memory (one slot per thread of the block), and after a barrier every
   // thread of the group combines the group's slots (all store the same
   // value).
-  void CombineGroup(Op rop, DType dt, const std::vector<std::map<int, int64_t>>& gcombos,
-                    int* range_id) {
+  void CombineGroup(Op rop, DType dt, const std::vector<std::map<int, int64_t>>& gcombos) {
     const int ga = k_.first_reduce();  // the group axis
     const int64_t group = k_.full_shape()[ga];
     UOpRef slot = UOp::ConstInt(0), base = UOp::ConstInt(0);
@@ -312,7 +369,7 @@ class Lowerer {
                              Arg(static_cast<int64_t>(acc_id_++)));
       em_.Emit(acc, true);
       UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(group)},
-                           Arg(std::vector<int64_t>{(*range_id)++, 0}));
+                           Arg(std::vector<int64_t>{range_id_++, 0}));
       em_.OpenLoop(r);
       UOpRef v = UOp::Make(Op::kLoad, dt, {temps[g], Simplify(base + r * stride)});
       em_.Emit(UOp::Make(Op::kAssign, dt, {acc, Alu(rop, {acc, v})}), true);
@@ -491,91 +548,15 @@ class Lowerer {
   std::unordered_map<std::string, UOpRef> memo_;
   UOpList keep_;
   int acc_id_ = 0;
+  int range_id_ = 0;
   int open_loops_ = 0;
 };
-
-// Nodes that only compute addresses or gates (not counted as FLOPs).
-std::unordered_set<const UOp*> AddressNodes(const UOpList& uops) {
-  std::unordered_set<const UOp*> addr;
-  std::vector<const UOp*> stack;
-  for (const UOpRef& u : uops) {
-    if (u->op() == Op::kLoad || u->op() == Op::kStore) {
-      for (size_t i = 1; i < u->src().size(); ++i) {
-        if (u->op() == Op::kStore && i == 2) continue;  // the stored value
-        if (u->op() == Op::kLoad && i == 3) continue;   // the alternative value
-        stack.push_back(u->src(i).get());
-      }
-    }
-  }
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
-    if (!addr.insert(u).second) continue;
-    for (const UOpRef& s : u->src()) stack.push_back(s.get());
-  }
-  return addr;
-}
 
 }  // namespace
 
 absl::StatusOr<LinearProgram> Lower(const Kernel& k) {
   Lowerer l(k);
   return l.Run();
-}
-
-void EstimateCosts(LinearProgram* p, const std::vector<int64_t>& buffer_bytes) {
-  std::unordered_set<const UOp*> addr = AddressNodes(p->uops);
-  // GPU kernels run once per thread: the product of the grid / block sizes.
-  double threads = 1;
-  for (const UOpRef& u : p->uops)
-    if (u->op() == Op::kSpecial) threads *= static_cast<double>(u->src(0)->vmax());
-  std::vector<double> trips = {threads};
-  std::vector<double> touched(buffer_bytes.size(), 0);
-  double flops = 0;
-  for (const UOpRef& u : p->uops) {
-    double mult = trips.back();
-    if (u->op() == Op::kRange) {
-      double n = static_cast<double>(u->src(1)->vmax() - u->src(0)->vmin());
-      trips.push_back(mult * std::max(n, 0.0));
-      continue;
-    }
-    if (u->op() == Op::kEndRange) {
-      trips.pop_back();
-      continue;
-    }
-    int lanes = u->dtype().count;
-    if (IsAlu(u->op()) && !addr.count(u.get()))
-      flops += mult * lanes * (u->op() == Op::kMulAcc ? 2 : 1);
-    if ((u->op() == Op::kLoad || u->op() == Op::kStore) &&
-        u->src(0)->op() == Op::kDefineGlobal) {  // not local memory
-      int b = static_cast<int>(u->src(0)->arg().Int());
-      DType dt = u->op() == Op::kLoad ? u->dtype() : u->src(2)->dtype();
-      if (b < static_cast<int>(touched.size())) touched[b] += mult * dt.ItemSize();
-    }
-  }
-  double bytes = 0;
-  for (size_t i = 0; i < touched.size(); ++i)
-    bytes += std::min(touched[i], static_cast<double>(buffer_bytes[i]));
-  p->flops = flops;
-  p->bytes = bytes;
-}
-
-std::string ListProgram(const LinearProgram& p) {
-  std::unordered_map<const UOp*, int> id;
-  std::string out;
-  for (const UOpRef& u : p.uops) {
-    int i = static_cast<int>(id.size());
-    id[u.get()] = i;
-    std::vector<std::string> srcs;
-    for (const UOpRef& s : u->src()) {
-      auto it = id.find(s.get());
-      srcs.push_back(it == id.end() ? RenderExpr(s) : absl::StrCat("%", it->second));
-    }
-    absl::StrAppend(&out, "%", i, " = ", OpName(u->op()), " ", u->dtype().Name(), " (",
-                    absl::StrJoin(srcs, ", "), ")",
-                    u->arg().IsNone() ? "" : " " + u->arg().ToString(), "\n");
-  }
-  return out;
 }
 
 }  // namespace kiln

@@ -11,39 +11,15 @@
 #ifndef KILN_ENGINE_CODEGEN_LOWERER_H_
 #define KILN_ENGINE_CODEGEN_LOWERER_H_
 
-#include <array>
-#include <string>
-#include <vector>
-
 #include "absl/status/statusor.h"
 #include "engine/codegen/kernel.h"
+#include "engine/codegen/linear_program.h"
 
 namespace kiln {
 
-struct LinearProgram {
-  std::string name;
-  UOpList uops;                             // in program order
-  // CPU: global[0] = parallel loop size. GPU: blocks (workgroups) per grid
-  // dim and threads per block dim (CUDA convention; OpenCL's global work
-  // size is global * local).
-  std::array<int64_t, 3> global = {1, 1, 1};
-  std::array<int64_t, 3> local = {1, 1, 1};
-  int num_bufs = 0;
-  std::vector<std::string> vars;            // DEFINE_VAR names, in order
-  // Estimates for one launch: ALU ops (multiply-add counts 2), bytes moved.
-  double flops = 0;
-  double bytes = 0;
-  std::vector<std::string> opts;            // applied optimizations, for DEBUG
-};
-
+// Lowers an optimized kernel in declared steps (lowerer.cc: the steps of Lowerer::Run;
+// DEBUG>=5 lists the program after each) and checks the result.
 absl::StatusOr<LinearProgram> Lower(const Kernel& k);
-
-// Cost estimates of a linear program: ALU ops x loop trips (index arithmetic
-// excluded, MULACC = 2), and bytes per buffer capped at the buffer's size.
-void EstimateCosts(LinearProgram* p, const std::vector<int64_t>& buffer_bytes);
-
-// Human-readable listing, one UOp per line (for DEBUG and tests).
-std::string ListProgram(const LinearProgram& p);
 
 }  // namespace kiln
 
