@@ -8,6 +8,16 @@
 // Every call returns absl::Status(Or) with the server's gRPC code and
 // message. Calls use ClientOptions::timeout as their deadline.
 //
+// System shared memory (Triton's extension; kilnd needs --shm-allow):
+//
+//   ASSIGN_OR_RETURN(auto shm, ClientShm::Create("/kiln_in", 4096));  // creates + maps
+//   ASSIGN_OR_RETURN(auto client, KilnClient::Connect({}));
+//   RETURN_IF_ERROR(client->RegisterSystemSharedMemory("in", shm->key(), shm->size()));
+//   inference::ModelInferRequest req = BuildInferRequest("simple", inputs, {});
+//   SetInputSharedMemory(&req, "INPUT0", "in", 64);           // bytes 0..64 of region "in"
+//   SetOutputSharedMemory(&req, "OUTPUT0", "in", 64, 128);    // written to bytes 128..192
+//   RETURN_IF_ERROR(client->InferRaw(req, &resp));            // OUTPUT0 is in shm->data() + 128
+//
 // Thread safety: a KilnClient is thread-safe (one channel, shared stubs);
 // many threads may call it at once.
 #ifndef KILN_CLIENTS_CLIENT_H_
@@ -73,6 +83,15 @@ class KilnClient {
   absl::Status LoadModel(const std::string& model);
   absl::Status UnloadModel(const std::string& model);
 
+  // System shared memory: register [offset, offset + byte_size) of the POSIX
+  // shm object `key` ("/name") as region `name`; unregister / status of one
+  // region or (name empty) all.
+  absl::Status RegisterSystemSharedMemory(const std::string& name, const std::string& key,
+                                          uint64_t byte_size, uint64_t offset = 0);
+  absl::Status UnregisterSystemSharedMemory(const std::string& name = "");
+  absl::StatusOr<inference::SystemSharedMemoryStatusResponse> SystemSharedMemoryStatus(
+      const std::string& name = "");
+
   absl::StatusOr<std::vector<ClientTensor>> Infer(const std::string& model,
                                                   const std::vector<ClientTensor>& inputs,
                                                   const InferOptions& options = {});
@@ -105,6 +124,46 @@ absl::StatusOr<std::vector<ClientTensor>> ParseInferResponse(
 
 // Bytes per element of a KServe datatype (0 for BYTES / unknown).
 int DatatypeSize(const std::string& datatype);
+
+// Makes input `input` of `request` read [offset, offset + byte_size) of the
+// registered region `region` instead of carrying data: sets the
+// shared-memory parameters and drops its contents and raw_input_contents
+// entry (the other inputs keep theirs, as Triton's clients send them).
+// NOT_FOUND if the request has no such input.
+absl::Status SetInputSharedMemory(inference::ModelInferRequest* request,
+                                  const std::string& input, const std::string& region,
+                                  uint64_t byte_size, uint64_t offset = 0);
+// Asks for output `output` in [offset, offset + byte_size) of `region`
+// (adding it to the requested outputs if needed). The response then holds
+// its name, datatype and shape, and its bytes are in the region.
+void SetOutputSharedMemory(inference::ModelInferRequest* request, const std::string& output,
+                           const std::string& region, uint64_t byte_size, uint64_t offset = 0);
+
+// A POSIX shared-memory object owned by this process (shm_open + ftruncate
+// + mmap), for use as a region. Destruction unmaps and unlinks it.
+// Thread safety: the object is immutable; writes to its bytes are the
+// caller's to order (the server reads inputs during the infer call and
+// writes outputs before the response is sent).
+class ClientShm {
+ public:
+  // Creates `key` ("/name") with `byte_size` bytes (ALREADY_EXISTS if it
+  // exists).
+  static absl::StatusOr<std::unique_ptr<ClientShm>> Create(const std::string& key,
+                                                           uint64_t byte_size);
+  ~ClientShm();
+  ClientShm(const ClientShm&) = delete;
+  ClientShm& operator=(const ClientShm&) = delete;
+
+  const std::string& key() const { return key_; }
+  uint64_t size() const { return size_; }
+  char* data() const { return data_; }
+
+ private:
+  ClientShm() = default;
+  std::string key_;
+  uint64_t size_ = 0;
+  char* data_ = nullptr;
+};
 
 }  // namespace kiln
 

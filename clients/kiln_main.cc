@@ -5,9 +5,12 @@
 //   kiln models [index|load M|unload M]           repository index / control
 //   kiln metadata M | config M | stats [M]        model metadata, config, statistics
 //   kiln infer --model M --input NAME=FILE.npy... [--output-dir DIR]
-//   kiln perf --model M --concurrency 1:16 [--shape NAME=d,d,..] [--batch N]
+//   kiln perf --model M --concurrency 1:16 [--protocol grpc|http] [--shape NAME=d,d,..]
+//             [--batch N] [--shared-memory none|system] [--export-json FILE]
+//             [--export-csv FILE]   (clients/perf_cli.h)
 //
-// Common flags: --url host:port (default localhost:8001), --tls, --ca-cert
+// Common flags: --url host:port (default localhost:8001; perf --protocol http:
+// the HTTP/REST port, default localhost:8000), --tls, --ca-cert
 // FILE, --tls-server-name NAME, --auth-token T (or $KILN_AUTH_TOKEN),
 // --timeout SECONDS. Exit status: 0 ok, 1 the server said no, 2 usage.
 #include <cstdio>
@@ -16,13 +19,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include <sys/stat.h>
 
 #include "clients/client.h"
 #include "clients/run/run_command.h"
 #include "clients/npy.h"
-#include "clients/perf.h"
+#include "clients/perf_cli.h"
 #include "google/protobuf/text_format.h"
 #include "server/flags.h"
 
@@ -39,8 +41,13 @@ constexpr char kUsage[] =
     "  metadata MODEL | config MODEL  model metadata / configuration\n"
     "  stats [MODEL]                  inference statistics\n"
     "  infer --model M --input NAME=FILE.npy ... [--output-dir DIR] [--output NAME ...]\n"
-    "  perf --model M [--concurrency 1:16] [--shape NAME=d,d,...] [--batch N]\n"
-    "       [--window-ms 1000] [--stability 0.1] [--max-windows 10] [--bench-prefix P]\n"
+    "  perf --model M [--protocol grpc|http] [--concurrency 1:16] [--shape NAME=d,d,...]\n"
+    "       [--batch N] [--window-ms 1000] [--stability 0.1] [--max-windows 10]\n"
+    "       [--shared-memory none|system [--output-shared-memory-size BYTES]]\n"
+    "       [--export-json FILE] [--export-csv FILE] [--bench-prefix P]\n"
+    "       load generator over gRPC (--url, default localhost:8001) or KServe v2 HTTP/REST\n"
+    "       with binary tensor data (--protocol http: --url host:port or http://host:port,\n"
+    "       default localhost:8000)\n"
     "  run --model PATH.onnx ...      run a model locally in kiln's engine (kiln run --help)\n";
 
 int Usage(const std::string& msg, const FlagParser& flags) {
@@ -140,14 +147,16 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "run") return kiln::RunCommand(argc - 1, argv + 1);
   using namespace kiln;
   ClientOptions co;
-  std::string url = "localhost:8001", model, version, out_dir = ".", concurrency = "1",
-              bench_prefix;
-  std::vector<std::string> inputs, outputs, shapes;
-  double timeout = 60, stability = 0.10;
-  int64_t batch = 1, window_ms = 1000, max_windows = 10, priority = 0, queue_timeout_us = 0;
+  std::string url = "localhost:8001", model, version, out_dir = ".";
+  std::vector<std::string> inputs, outputs;
+  double timeout = 60;
+  int64_t priority = 0, queue_timeout_us = 0;
   bool help = false;
+  PerfFlags perf_flags;
   FlagParser flags;
-  flags.AddString("url", &url, "server address host:port");
+  flags.AddString("url", &url,
+                  "server address host:port (gRPC; perf --protocol http: the HTTP/REST port, "
+                  "default localhost:8000)");
   flags.AddBool("tls", &co.tls, "use TLS");
   flags.AddString("ca-cert", &co.ca_cert_file, "PEM root certificates for --tls");
   flags.AddString("tls-server-name", &co.tls_server_name, "certificate name to expect");
@@ -160,15 +169,7 @@ int main(int argc, char** argv) {
   flags.AddString("output-dir", &out_dir, "infer: where NAME.npy outputs are written");
   flags.AddInt("priority", &priority, "infer: request priority (1 = highest)");
   flags.AddInt("queue-timeout-us", &queue_timeout_us, "infer: server-side queue timeout");
-  flags.AddString("concurrency", &concurrency,
-                  "perf: N, START:END (doubling), START:END:STEP or N,N,...");
-  flags.AddList("shape", &shapes, "perf: NAME=d,d,... full input shape (repeat)");
-  flags.AddInt("batch", &batch, "perf: rows per request for batching models");
-  flags.AddInt("window-ms", &window_ms, "perf: measurement window");
-  flags.AddDouble("stability", &stability, "perf: allowed relative spread between windows");
-  flags.AddInt("max-windows", &max_windows, "perf: windows per level at most");
-  flags.AddString("bench-prefix", &bench_prefix,
-                  "perf: also print 'PREFIX_cN_...: value unit' lines (tools/bench)");
+  AddPerfFlags(&flags, &perf_flags);
   flags.AddBool("help", &help, "print help");
   absl::Status ps = flags.Parse(argc, argv);
   if (!ps.ok()) return Usage(std::string(ps.message()), flags);
@@ -183,10 +184,17 @@ int main(int argc, char** argv) {
   if (timeout <= 0 || timeout > 86400) return Usage("--timeout out of range", flags);
   co.address = url;
   co.timeout = absl::Seconds(timeout);
+  const std::string& cmd = args[0];
+  if (cmd == "perf") {
+    auto pc = ResolvePerfFlags(perf_flags, model, version, co, flags.IsSet("url"));
+    if (!pc.ok()) return Usage(std::string(pc.status().message()), flags);
+    return RunPerfCommand(*pc);
+  }
+  if (flags.IsSet("protocol") && perf_flags.protocol != "grpc")
+    return Usage("--protocol " + perf_flags.protocol + " is for perf only", flags);
   auto client = KilnClient::Connect(co);
   if (!client.ok()) return Error(client.status());
   KilnClient* c = client->get();
-  const std::string& cmd = args[0];
   if (cmd == "health") return Health(c);
   if (cmd == "models") return Models(c, args);
   if (cmd == "metadata" || cmd == "config") {
@@ -214,40 +222,6 @@ int main(int argc, char** argv) {
     o.priority = priority;
     o.timeout_us = queue_timeout_us;
     return Infer(c, model, inputs, outputs, out_dir, o);
-  }
-  if (cmd == "perf") {
-    PerfOptions po;
-    po.model = model;
-    po.version = version;
-    if (model.empty()) return Usage("perf needs --model", flags);
-    auto levels = ParseConcurrency(concurrency);
-    if (!levels.ok()) return Usage(std::string(levels.status().message()), flags);
-    po.concurrency = *levels;
-    for (const std::string& s : shapes) {
-      absl::Status st = ParseShape(s, &po.shapes);
-      if (!st.ok()) return Usage(std::string(st.message()), flags);
-    }
-    if (batch < 1 || window_ms < 10 || max_windows < 3 || stability <= 0)
-      return Usage("bad --batch / --window-ms / --max-windows / --stability", flags);
-    po.batch = batch;
-    po.window = absl::Milliseconds(window_ms);
-    po.stability = stability;
-    po.max_windows = static_cast<int>(max_windows);
-    auto r = RunPerf(c, po, [&](const PerfLevel& l) {
-      std::printf("%s\n", FormatPerfLevel(l).c_str());
-      if (!bench_prefix.empty()) {
-        std::string p = absl::StrCat(bench_prefix, "_c", l.concurrency);
-        std::printf("%s_throughput: %.1f infer/s\n%s_p50: %.3f ms\n%s_p90: %.3f ms\n"
-                    "%s_p99: %.3f ms\n%s_server_avg_batch: %.2f rows\n",
-                    p.c_str(), l.throughput, p.c_str(), l.p50_ms, p.c_str(), l.p90_ms, p.c_str(),
-                    l.p99_ms, p.c_str(), l.server_avg_batch);
-      }
-      std::fflush(stdout);
-    });
-    if (!r.ok()) return Error(r.status());
-    for (const PerfLevel& l : *r)
-      if (l.requests == 0) return 1;
-    return 0;
   }
   return Usage("unknown command '" + cmd + "'", flags);
 }

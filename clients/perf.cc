@@ -27,9 +27,9 @@ struct ServerTotals {
   uint64_t inferences = 0, executions = 0;
 };
 
-ServerTotals Totals(KilnClient* client, const PerfOptions& o) {
+ServerTotals Totals(PerfTransport* transport, const PerfOptions& o) {
   ServerTotals t;
-  auto stats = client->ModelStatistics(o.model, o.version);
+  auto stats = transport->Statistics(o.model, o.version);
   if (!stats.ok()) return t;
   for (const auto& m : stats->model_stats()) {
     const auto& s = m.inference_stats();
@@ -129,11 +129,11 @@ absl::Status ParseShape(const std::string& text, std::map<std::string, std::vect
   return absl::OkStatus();
 }
 
-absl::StatusOr<inference::ModelInferRequest> MakePerfRequest(KilnClient* client,
+absl::StatusOr<inference::ModelInferRequest> MakePerfRequest(PerfTransport* transport,
                                                              const PerfOptions& o) {
-  auto meta = client->ModelMetadata(o.model, o.version);
+  auto meta = transport->ModelMetadata(o.model, o.version);
   if (!meta.ok()) return meta.status();
-  auto config = client->ModelConfig(o.model, o.version);
+  auto config = transport->ModelConfig(o.model, o.version);
   if (!config.ok()) return config.status();
   const bool batched = config->config().max_batch_size() > 0;
   std::vector<ClientTensor> inputs;
@@ -166,23 +166,28 @@ absl::StatusOr<inference::ModelInferRequest> MakePerfRequest(KilnClient* client,
   return BuildInferRequest(o.model, inputs, io);
 }
 
-absl::StatusOr<std::vector<PerfLevel>> RunPerf(KilnClient* client, const PerfOptions& o,
+absl::StatusOr<std::vector<PerfLevel>> RunPerf(PerfTransport* transport,
+                                               const inference::ModelInferRequest& request,
+                                               const PerfOptions& o,
                                                const std::function<void(const PerfLevel&)>& on_level) {
-  auto request = MakePerfRequest(client, o);
-  if (!request.ok()) return request.status();
   std::vector<PerfLevel> levels;
   for (int n : o.concurrency) {
+    std::vector<std::unique_ptr<PerfWorker>> workers;
+    for (int i = 0; i < n; ++i) {
+      auto w = transport->NewWorker(request);
+      if (!w.ok()) return w.status();
+      workers.push_back(std::move(*w));
+    }
     std::mutex mu;
     std::vector<Sample> samples;
     std::string first_error;
     std::atomic<bool> stop{false};
     std::vector<std::thread> threads;
     for (int i = 0; i < n; ++i) {
-      threads.emplace_back([&] {
-        inference::ModelInferResponse resp;
+      threads.emplace_back([&, worker = workers[i].get()] {
         while (!stop.load()) {
           absl::Time t0 = absl::Now();
-          absl::Status s = client->InferRaw(*request, &resp);
+          absl::Status s = worker->Infer();
           absl::Time t1 = absl::Now();
           std::lock_guard<std::mutex> l(mu);
           samples.push_back({t1, absl::ToInt64Nanoseconds(t1 - t0), s.ok()});
@@ -191,14 +196,14 @@ absl::StatusOr<std::vector<PerfLevel>> RunPerf(KilnClient* client, const PerfOpt
       });
     }
     std::vector<absl::Time> bounds = {absl::Now()};
-    std::vector<ServerTotals> server = {Totals(client, o)};
+    std::vector<ServerTotals> server = {Totals(transport, o)};
     std::vector<double> tput, mean;
     PerfLevel level;
     level.concurrency = n;
     for (int w = 0; w < o.max_windows; ++w) {
       absl::SleepFor(o.window);
       absl::Time end = absl::Now();
-      server.push_back(Totals(client, o));
+      server.push_back(Totals(transport, o));
       int64_t count = 0, sum = 0;
       {
         std::lock_guard<std::mutex> l(mu);
@@ -251,6 +256,7 @@ absl::StatusOr<std::vector<PerfLevel>> RunPerf(KilnClient* client, const PerfOpt
     level.avg_ms = lat.empty() ? 0 : total / static_cast<double>(lat.size()) * 1e-6;
     level.p50_ms = Percentile(lat, 0.50);
     level.p90_ms = Percentile(lat, 0.90);
+    level.p95_ms = Percentile(lat, 0.95);
     level.p99_ms = Percentile(lat, 0.99);
     const ServerTotals& a = server[server.size() - 1 - k];
     const ServerTotals& b = server.back();
@@ -273,11 +279,12 @@ absl::StatusOr<std::vector<PerfLevel>> RunPerf(KilnClient* client, const PerfOpt
 
 std::string FormatPerfLevel(const PerfLevel& l) {
   std::string s = absl::StrFormat(
-      "concurrency %d: %.1f infer/s, latency p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, avg %.3f ms "
+      "concurrency %d: %.1f infer/s, latency p50 %.3f ms, p90 %.3f ms, p95 %.3f ms, p99 %.3f ms, "
+      "avg %.3f ms "
       "(%d requests, %d errors, %s after %d windows)\n"
       "  server per request: total %.1f us = queue %.1f us + compute input %.1f us + infer %.1f us"
       " + output %.1f us; avg batch %.2f",
-      l.concurrency, l.throughput, l.p50_ms, l.p90_ms, l.p99_ms, l.avg_ms, l.requests, l.errors,
+      l.concurrency, l.throughput, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.avg_ms, l.requests, l.errors,
       l.stable ? "stable" : "NOT stable", l.windows, l.server_request_us, l.server_queue_us,
       l.server_input_us, l.server_infer_us, l.server_output_us, l.server_avg_batch);
   if (!l.first_error.empty()) absl::StrAppend(&s, "\n  first error: ", l.first_error);

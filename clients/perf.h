@@ -5,7 +5,8 @@
 // `stability` (or `max_windows` is reached), and reports throughput and
 // latency percentiles over those windows, plus the server-side breakdown
 // (queue, compute input / infer / output per request, average batch size)
-// from the ModelStatistics deltas over the same windows.
+// from the ModelStatistics deltas over the same windows. The protocol is a
+// PerfTransport (perf_transport.h): gRPC or HTTP/REST, statistics included.
 //
 // Thread safety: RunPerf is a blocking call; it starts and joins its own
 // threads.
@@ -19,7 +20,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "clients/client.h"
+#include "clients/perf_transport.h"
+#include "proto/grpc_service.pb.h"
 
 namespace kiln {
 
@@ -39,7 +41,7 @@ struct PerfOptions {
 struct PerfLevel {
   int concurrency = 0;
   double throughput = 0;  // requests / s
-  double p50_ms = 0, p90_ms = 0, p99_ms = 0, avg_ms = 0;
+  double p50_ms = 0, p90_ms = 0, p95_ms = 0, p99_ms = 0, avg_ms = 0;
   int64_t requests = 0, errors = 0;
   std::string first_error;
   bool stable = false;
@@ -56,13 +58,16 @@ absl::StatusOr<std::vector<int>> ParseConcurrency(const std::string& text);
 absl::Status ParseShape(const std::string& text, std::map<std::string, std::vector<int64_t>>* out);
 
 // Builds one request with deterministic pseudo-random data of the model's
-// inputs (metadata + config from the server).
-absl::StatusOr<inference::ModelInferRequest> MakePerfRequest(KilnClient* client,
+// inputs (metadata + config from the server, through `transport`).
+absl::StatusOr<inference::ModelInferRequest> MakePerfRequest(PerfTransport* transport,
                                                              const PerfOptions& options);
 
+// Measures every level of options.concurrency with `request` (from
+// MakePerfRequest); `on_level` sees each level as it is done. Errors only
+// when a worker cannot be made; failed requests are counted in the levels.
 absl::StatusOr<std::vector<PerfLevel>> RunPerf(
-    KilnClient* client, const PerfOptions& options,
-    const std::function<void(const PerfLevel&)>& on_level = nullptr);
+    PerfTransport* transport, const inference::ModelInferRequest& request,
+    const PerfOptions& options, const std::function<void(const PerfLevel&)>& on_level = nullptr);
 
 std::string FormatPerfLevel(const PerfLevel& l);
 

@@ -133,6 +133,22 @@ HttpRoute RouteOf(absl::string_view method, absl::string_view path) {
       if (seg[4] == "unload") return want("POST", "RepositoryModelUnload");
     }
   }
+  if (seg[1] == "systemsharedmemory") {
+    size_t i = 2;
+    if (n >= 4 && seg[2] == "region") {
+      r.region = std::string(seg[3]);
+      i = 4;
+    }
+    if (i + 1 == n) {
+      if (seg[i] == "status") {
+        // GET as Triton's protocol; POST as Triton's own client sends it.
+        if (method == "POST") return want("POST", "SystemSharedMemoryStatus");
+        return want("GET", "SystemSharedMemoryStatus");
+      }
+      if (seg[i] == "unregister") return want("POST", "SystemSharedMemoryUnregister");
+      if (seg[i] == "register" && i == 4) return want("POST", "SystemSharedMemoryRegister");
+    }
+  }
   HttpRoute none;
   none.http_status = 404;
   return none;
@@ -308,6 +324,21 @@ int HttpServer::Serve(mg_connection* conn) {
     if (absl::Status s = ParseRepositoryParameters(*body, req.mutable_parameters()); !s.ok())
       return error(s);
     if (absl::Status s = core_->Unload(route.model); !s.ok()) return error(s);
+    return reply(200, "");
+  }
+  if (op == "SystemSharedMemoryStatus") {
+    inference::SystemSharedMemoryStatusResponse resp;
+    if (absl::Status s = core_->ShmStatus(route.region, &resp); !s.ok()) return error(s);
+    return reply(200, ShmStatusJson(resp));
+  }
+  if (op == "SystemSharedMemoryRegister") {
+    auto req = ParseShmRegisterRequest(*body, route.region);
+    if (!req.ok()) return error(req.status());
+    if (absl::Status s = core_->ShmRegister(*req); !s.ok()) return error(s);
+    return reply(200, "");
+  }
+  if (op == "SystemSharedMemoryUnregister") {
+    if (absl::Status s = core_->ShmUnregister(route.region); !s.ok()) return error(s);
     return reply(200, "");
   }
   // ModelInfer.

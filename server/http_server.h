@@ -3,6 +3,11 @@
 // configuration and statistics extensions) on civetweb's C API, the HTTP
 // server kilnd already links for /metrics (see docs/design-notes.md).
 //
+// Shared memory (Triton's system shared-memory extension):
+// GET/POST v2/systemsharedmemory[/region/NAME]/status,
+// POST v2/systemsharedmemory/region/NAME/register and
+// POST v2/systemsharedmemory[/region/NAME]/unregister.
+//
 // It is a thin adapter over InferenceCore, the same core the gRPC service
 // calls: routing (HttpRoute below), the bearer token (the core's check),
 // the body size limit, and the JSON / binary conversions of rest_json.h;
@@ -72,6 +77,7 @@ struct HttpServerOptions {
 struct HttpRoute {
   std::string op;  // "ServerLive", "ModelInfer", ...; "" when http_status is set
   std::string model, version;
+  std::string region;         // a shared-memory region (empty: all)
   int http_status = 0;        // 404 / 405 when the request cannot be routed
   const char* allow = "";     // the method the path takes (for 405's Allow)
 };

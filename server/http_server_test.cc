@@ -63,6 +63,37 @@ TEST(HttpRouteTest, Routes) {
   EXPECT_STREQ(RouteOf("PUT", "/v2/models/m/infer").allow, "POST");
 }
 
+TEST(HttpRouteTest, SharedMemoryPaths) {
+  struct Case {
+    const char* method;
+    const char* path;
+    const char* op;
+    const char* region;
+    int status;
+  };
+  const Case cases[] = {
+      {"GET", "/v2/systemsharedmemory/status", "SystemSharedMemoryStatus", "", 0},
+      {"POST", "/v2/systemsharedmemory/status", "SystemSharedMemoryStatus", "", 0},
+      {"GET", "/v2/systemsharedmemory/region/r1/status", "SystemSharedMemoryStatus", "r1", 0},
+      {"POST", "/v2/systemsharedmemory/region/r1/register", "SystemSharedMemoryRegister", "r1", 0},
+      {"POST", "/v2/systemsharedmemory/unregister", "SystemSharedMemoryUnregister", "", 0},
+      {"POST", "/v2/systemsharedmemory/region/r1/unregister", "SystemSharedMemoryUnregister",
+       "r1", 0},
+      {"GET", "/v2/systemsharedmemory/region/r1/register", "", "", 405},
+      {"DELETE", "/v2/systemsharedmemory/status", "", "", 405},
+      {"POST", "/v2/systemsharedmemory/register", "", "", 404},
+      {"GET", "/v2/systemsharedmemory/region/status", "", "", 404},
+      {"GET", "/v2/systemsharedmemory/region/r1/x/status", "", "", 404},
+      {"GET", "/v2/cudasharedmemory/status", "", "", 404},
+  };
+  for (const Case& c : cases) {
+    HttpRoute r = RouteOf(c.method, c.path);
+    EXPECT_EQ(r.op, c.op) << c.method << " " << c.path;
+    EXPECT_EQ(r.http_status, c.status) << c.method << " " << c.path;
+    if (c.status == 0) EXPECT_EQ(r.region, c.region) << c.path;
+  }
+}
+
 // Sends `request` on a new connection; returns the whole response.
 std::string Exchange(int port, const std::string& request) {
   return kiln::testing::HttpExchange(port, request);

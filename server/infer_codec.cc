@@ -151,7 +151,8 @@ absl::Status ReadParameters(const inference::ModelInferRequest& req, InferReques
 
 absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferRequest& req,
                                                   const ModelSpec& spec, int64_t version,
-                                                  const CodecLimits& limits) {
+                                                  const CodecLimits& limits,
+                                                  const ShmRegistry* shm) {
   DecodedRequest out;
   auto r = std::make_shared<InferRequest>();
   r->model = spec.name;
@@ -160,10 +161,19 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
   r->priority = 0;  // default level unless the request says otherwise
   RETURN_IF_ERROR(ReadParameters(req, r.get(), &out.timeout));
 
+  // raw_input_contents: one entry per input, or (as Triton's clients send
+  // it) one per input not in shared memory.
+  int shm_inputs = 0;
+  for (const Input& in : req.inputs())
+    if (in.parameters().count(kShmRegionParam)) ++shm_inputs;
   const bool raw = req.raw_input_contents_size() > 0;
-  if (raw && req.raw_input_contents_size() != req.inputs_size())
+  const bool raw_skips_shm =
+      raw && shm_inputs > 0 && req.raw_input_contents_size() == req.inputs_size() - shm_inputs;
+  if (raw && req.raw_input_contents_size() != req.inputs_size() && !raw_skips_shm)
     return Bad(absl::StrCat("raw_input_contents has ", req.raw_input_contents_size(),
-                            " entries for ", req.inputs_size(), " inputs"));
+                            " entries for ", req.inputs_size(), " inputs (", shm_inputs,
+                            " in shared memory)"));
+  int next_raw = 0;
   const bool batched = spec.max_batch_size > 0;
   std::vector<InputTensor> by_index(spec.inputs.size());
   std::vector<bool> present(spec.inputs.size(), false);
@@ -233,11 +243,22 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
     it.dtype = t.dtype;
     it.shape = std::move(shape);
     const bool typed = HasTypedContents(in);
-    if (raw && typed)
+    ASSIGN_OR_RETURN(std::optional<ShmRef> ref,
+                     ShmRefOf(in.parameters(), absl::StrCat("input '", Echo(in.name()), "'")));
+    const std::string* raw_entry = nullptr;
+    if (raw && !(raw_skips_shm && ref))
+      raw_entry = &req.raw_input_contents(raw_skips_shm ? next_raw++ : i);
+    if (ref) {
+      if (typed || (raw_entry != nullptr && !raw_entry->empty()))
+        return Bad(absl::StrCat("input '", Echo(in.name()), "' is in shared-memory region '",
+                                Echo(ref->region), "' and also carries data"));
+      RETURN_IF_ERROR(ReadShmInput(shm, *ref, in.name(), nbytes, &it.owned));
+      it.data = it.owned;
+    } else if (raw && typed) {
       return Bad(absl::StrCat("input '", Echo(in.name()),
                               "' has typed contents while the request uses raw_input_contents"));
-    if (raw) {
-      const std::string& bytes = req.raw_input_contents(i);
+    } else if (raw) {
+      const std::string& bytes = *raw_entry;
       if (static_cast<int64_t>(bytes.size()) != nbytes)
         return Bad(absl::StrCat("input '", Echo(in.name()), "': raw data has ", bytes.size(),
                                 " bytes, shape ", ShapeStr(in.shape()), " of ",
@@ -274,6 +295,12 @@ absl::StatusOr<DecodedRequest> DecodeInferRequest(const inference::ModelInferReq
       return Bad(absl::StrCat("output '", Echo(o.name()), "' is requested twice"));
     if (o.parameters().count("classification"))
       return Bad("output parameter 'classification' is not supported");
+    ASSIGN_OR_RETURN(std::optional<ShmRef> ref,
+                     ShmRefOf(o.parameters(), absl::StrCat("output '", Echo(o.name()), "'")));
+    if (ref) {
+      ASSIGN_OR_RETURN(ShmOutputSlot slot, ResolveShmOutput(shm, *ref, o.name()));
+      out.shm_outputs.push_back(std::move(slot));
+    }
     r->outputs.push_back(o.name());
   }
   if (r->outputs.empty())

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/testing/shm_object.h"
 
 namespace kiln {
 namespace {
@@ -206,6 +207,170 @@ TEST(InferCodecTest, EncodesRawOutputs) {
   ASSERT_EQ(resp.outputs_size(), 1);
   EXPECT_EQ(resp.outputs(0).datatype(), "FP32");
   EXPECT_EQ(resp.raw_output_contents(0).size(), 16u);
+}
+
+
+// ---- system shared memory ----
+
+void SetShm(google::protobuf::Map<std::string, inference::InferParameter>* p,
+            const std::string& region, int64_t offset, int64_t size) {
+  (*p)[kShmRegionParam].set_string_param(region);
+  if (offset >= 0) (*p)[kShmOffsetParam].set_int64_param(offset);
+  if (size >= 0) (*p)[kShmByteSizeParam].set_int64_param(size);
+}
+
+class InferCodecShmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(obj_.ok()) << obj_.error();
+    for (int i = 0; i < 8; ++i) {
+      float v = 0.5f * static_cast<float>(i);
+      std::memcpy(obj_.data() + 100 + 4 * i, &v, 4);
+    }
+    ASSERT_TRUE(reg_.Register("in", obj_.key(), 0, 1000).ok());
+    ASSERT_TRUE(reg_.Register("out", obj_.key(), 2000, 64).ok());
+  }
+  // Good() with input A (2x4 FP32 = 32 bytes) at offset 100 of region "in".
+  inference::ModelInferRequest ShmRequest(bool skip_raw_entry) {
+    inference::ModelInferRequest r = Good();
+    SetShm(r.mutable_inputs(0)->mutable_parameters(), "in", 100, 32);
+    if (skip_raw_entry) {
+      r.mutable_raw_input_contents()->DeleteSubrange(0, 1);
+    } else {
+      r.mutable_raw_input_contents(0)->clear();
+    }
+    return r;
+  }
+  absl::StatusOr<DecodedRequest> Decode(const inference::ModelInferRequest& r) {
+    return DecodeInferRequest(r, Spec(), 1, CodecLimits{}, &reg_);
+  }
+
+  testing::ShmObject obj_{"kiln_codec_", 4096};
+  ShmRegistry reg_{ShmRegistryOptions{{"/kiln_codec_"}, 8}};
+};
+
+TEST_F(InferCodecShmTest, ReadsAnInputFromItsRegion) {
+  for (bool skip : {true, false}) {
+    auto d = Decode(ShmRequest(skip));
+    ASSERT_TRUE(d.ok()) << d.status();
+    const InputTensor& a = d->request->inputs[0];
+    ASSERT_EQ(a.data.size(), 32u);
+    EXPECT_EQ(std::memcmp(a.data.data(), obj_.data() + 100, 32), 0);
+    EXPECT_EQ(d->request->inputs[1].data, Bytes(6));
+    EXPECT_TRUE(d->shm_outputs.empty());
+  }
+  // Every input in shared memory: no raw_input_contents at all.
+  inference::ModelInferRequest r = ShmRequest(true);
+  SetShm(r.mutable_inputs(1)->mutable_parameters(), "in", 0, 6);
+  r.clear_raw_input_contents();
+  EXPECT_TRUE(Decode(r).ok());
+}
+
+TEST_F(InferCodecShmTest, RefusesBadInputReferences) {
+  inference::ModelInferRequest r = ShmRequest(false);
+  r.set_raw_input_contents(0, "data");
+  EXPECT_THAT(Decode(r).status().message(), HasSubstr("also carries data"));
+
+  r = ShmRequest(true);
+  (*r.mutable_inputs(0)->mutable_parameters())[kShmByteSizeParam].set_int64_param(28);
+  absl::Status s = Decode(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("input 'A': shared_memory_byte_size 28"));
+
+  r = ShmRequest(true);
+  (*r.mutable_inputs(0)->mutable_parameters())[kShmOffsetParam].set_int64_param(980);
+  s = Decode(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("outside region 'in'"));
+
+  r = ShmRequest(true);
+  (*r.mutable_inputs(0)->mutable_parameters())[kShmOffsetParam].set_int64_param(-1);
+  EXPECT_THAT(Decode(r).status().message(), HasSubstr("negative"));
+
+  r = ShmRequest(true);
+  (*r.mutable_inputs(0)->mutable_parameters())[kShmRegionParam].set_string_param("nope");
+  s = Decode(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("input 'A': no shared-memory region 'nope'"));
+
+  r = ShmRequest(true);
+  r.mutable_inputs(0)->mutable_parameters()->erase(kShmByteSizeParam);
+  EXPECT_THAT(Decode(r).status().message(), HasSubstr("needs both"));
+
+  // Shared memory off: no registry.
+  s = DecodeInferRequest(ShmRequest(true), Spec(), 1, CodecLimits{}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("--shm-allow"));
+
+  // Two raw entries for one input outside shared memory.
+  r = ShmRequest(true);
+  r.add_raw_input_contents("x");
+  r.add_raw_input_contents("y");
+  EXPECT_THAT(Decode(r).status().message(), HasSubstr("raw_input_contents has 3 entries"));
+}
+
+TEST_F(InferCodecShmTest, WritesOutputsToTheirRegion) {
+  inference::ModelInferRequest r = Good();
+  auto* y = r.add_outputs();
+  y->set_name("Y");
+  SetShm(y->mutable_parameters(), "out", 8, 32);
+  r.add_outputs()->set_name("Z");
+  auto d = Decode(r);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->shm_outputs.size(), 1u);
+  EXPECT_EQ(d->shm_outputs[0].output, "Y");
+
+  InferResult result;
+  result.outputs.push_back({"Y", dtypes::kFloat32, {2, 4}, std::string(32, 'y')});
+  result.outputs.push_back({"Z", dtypes::kFloat32, {2, 4}, std::string(32, 'z')});
+  ASSERT_TRUE(WriteShmOutputs(d->shm_outputs, &result).ok());
+  EXPECT_EQ(std::string(obj_.data() + 2008, 32), std::string(32, 'y'));
+  EXPECT_TRUE(result.outputs[0].data.empty());
+  EXPECT_EQ(result.outputs[1].data, std::string(32, 'z'));
+
+  inference::ModelInferResponse resp;
+  EncodeInferResponse(std::move(result), "m", "1", "", &resp);
+  SetShmOutputParameters(r, &resp);
+  ASSERT_EQ(resp.raw_output_contents_size(), 2);
+  EXPECT_TRUE(resp.raw_output_contents(0).empty());
+  EXPECT_EQ(resp.outputs(0).parameters().at(kShmRegionParam).string_param(), "out");
+  EXPECT_EQ(resp.outputs(0).parameters().at(kShmOffsetParam).int64_param(), 8);
+  EXPECT_EQ(resp.outputs(0).parameters().at(kShmByteSizeParam).int64_param(), 32);
+  EXPECT_TRUE(resp.outputs(1).parameters().empty());
+}
+
+TEST_F(InferCodecShmTest, RefusesBadOutputReferences) {
+  inference::ModelInferRequest r = Good();
+  auto* y = r.add_outputs();
+  y->set_name("Y");
+  SetShm(y->mutable_parameters(), "out", 40, 32);  // past the 64-byte region
+  absl::Status s = Decode(r).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("output 'Y'"));
+
+  SetShm(y->mutable_parameters(), "out", 0, 16);  // fits the region, not the output
+  auto d = Decode(r);
+  ASSERT_TRUE(d.ok()) << d.status();
+  InferResult result;
+  result.outputs.push_back({"Y", dtypes::kFloat32, {2, 4}, std::string(32, 'y')});
+  s = WriteShmOutputs(d->shm_outputs, &result);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("output 'Y' has 32 bytes"));
+  EXPECT_EQ(std::string(obj_.data() + 2000, 16), std::string(16, '\0'));
+}
+
+TEST_F(InferCodecShmTest, AnOutputSlotKeepsItsRegionAfterUnregister) {
+  inference::ModelInferRequest r = Good();
+  auto* y = r.add_outputs();
+  y->set_name("Y");
+  SetShm(y->mutable_parameters(), "out", 0, 32);
+  auto d = Decode(r);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE(reg_.Unregister("").ok());  // while the request is in flight
+  InferResult result;
+  result.outputs.push_back({"Y", dtypes::kFloat32, {2, 4}, std::string(32, 'w')});
+  ASSERT_TRUE(WriteShmOutputs(d->shm_outputs, &result).ok());
+  EXPECT_EQ(std::string(obj_.data() + 2000, 32), std::string(32, 'w'));
 }
 
 }  // namespace

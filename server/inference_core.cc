@@ -34,7 +34,11 @@ bool ConstantTimeEqual(absl::string_view a, absl::string_view b) {
 
 InferenceCore::InferenceCore(ModelManager* manager, Metrics* metrics, ServerState* state,
                              Options options)
-    : manager_(manager), metrics_(metrics), state_(state), options_(std::move(options)) {}
+    : manager_(manager),
+      metrics_(metrics),
+      state_(state),
+      options_(std::move(options)),
+      shm_(options_.shm) {}
 
 absl::Status InferenceCore::Authorize(std::optional<absl::string_view> authorization) const {
   if (options_.auth_token.empty()) return absl::OkStatus();
@@ -64,6 +68,7 @@ void InferenceCore::ServerMetadata(inference::ServerMetadataResponse* resp) cons
        {"model_repository", "model_repository(unload_dependents)", "schedule_policy",
         "model_configuration", "statistics", "binary_tensor_data", "parameters"})
     resp->add_extensions(e);
+  if (shm_.enabled()) resp->add_extensions("system_shared_memory");
 }
 
 absl::Status InferenceCore::ModelMetadata(const std::string& name, const std::string& version,
@@ -126,6 +131,27 @@ absl::Status InferenceCore::Load(const inference::RepositoryModelLoadRequest& re
 
 absl::Status InferenceCore::Unload(const std::string& name) { return manager_->Unload(name); }
 
+absl::Status InferenceCore::ShmStatus(const std::string& name,
+                                      inference::SystemSharedMemoryStatusResponse* resp) const {
+  ASSIGN_OR_RETURN(std::vector<ShmRegionInfo> regions, shm_.Status(name));
+  for (const ShmRegionInfo& r : regions) {
+    auto& out = (*resp->mutable_regions())[r.name];
+    out.set_name(r.name);
+    out.set_key(r.key);
+    out.set_offset(r.offset);
+    out.set_byte_size(r.byte_size);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferenceCore::ShmRegister(const inference::SystemSharedMemoryRegisterRequest& req) {
+  return shm_.Register(req.name(), req.key(), req.offset(), req.byte_size());
+}
+
+absl::Status InferenceCore::ShmUnregister(const std::string& name) {
+  return shm_.Unregister(name);
+}
+
 absl::Status InferenceCore::Submit(const inference::ModelInferRequest& req,
                                    InferRequest::Callback callback,
                                    std::shared_ptr<LoadedModel>* model, RequestPtr* request) {
@@ -136,8 +162,21 @@ absl::Status InferenceCore::Submit(const inference::ModelInferRequest& req,
     ASSIGN_OR_RETURN(*model, manager_->Get(req.model_name(), req.model_version()));
     LoadedModel& m = **model;
     ASSIGN_OR_RETURN(DecodedRequest d,
-                     DecodeInferRequest(req, m.spec(), m.version(), options_.limits));
-    d.request->set_callback(callback);
+                     DecodeInferRequest(req, m.spec(), m.version(), options_.limits, &shm_));
+    if (d.shm_outputs.empty()) {
+      d.request->set_callback(callback);
+    } else {
+      // Outputs in shared memory are written on completion; the slots keep
+      // their regions mapped until then.
+      d.request->set_callback(
+          [callback, slots = std::move(d.shm_outputs)](absl::StatusOr<InferResult> r) {
+            if (r.ok()) {
+              absl::Status s = WriteShmOutputs(slots, &*r);
+              if (!s.ok()) r = s;
+            }
+            if (callback) callback(std::move(r));
+          });
+    }
     absl::Status enq = m.Enqueue(d.request, d.timeout);
     if (enq.ok()) {
       *request = d.request;
@@ -201,6 +240,7 @@ absl::Status InferenceCore::Infer(const inference::ModelInferRequest& req,
   if (!waiter->result.ok()) return waiter->result.status();
   EncodeInferResponse(*std::move(waiter->result), model->name(), model->version_string(), req.id(),
                       resp);
+  SetShmOutputParameters(req, resp);
   return absl::OkStatus();
 }
 

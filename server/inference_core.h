@@ -7,6 +7,13 @@
 // (infer_codec), enqueues them, waits, encodes the response and accounts
 // the request (ModelStatistics and the per-model metrics).
 //
+// System shared memory (Triton's extension): the core owns the region
+// registry (shm_registry.h); requests name regions per tensor
+// (infer_codec.h). Submit writes outputs asked in shared memory into their
+// regions when the request completes, before the transport's callback runs;
+// the request's ShmOutputSlots keep those regions mapped until then, even
+// if they are unregistered meanwhile.
+//
 // Infer waits for its request while polling `cancelled` every 5 ms; on
 // cancellation the request is marked cancelled (the batcher drops it if it
 // has not run) and Infer still waits for its completion, so no request
@@ -29,6 +36,7 @@
 #include "server/infer_codec.h"
 #include "server/metrics.h"
 #include "server/model_manager.h"
+#include "server/shm_registry.h"
 
 namespace kiln {
 
@@ -49,6 +57,7 @@ class InferenceCore {
   struct Options {
     CodecLimits limits;
     std::string auth_token;  // empty: no authentication
+    ShmRegistryOptions shm;  // no allowed prefix: shared memory off
   };
   // All pointers must outlive the core; `metrics` may be null.
   InferenceCore(ModelManager* manager, Metrics* metrics, ServerState* state, Options options);
@@ -87,6 +96,14 @@ class InferenceCore {
   absl::Status Load(const inference::RepositoryModelLoadRequest& req);
   absl::Status Unload(const std::string& name);
 
+  // System shared memory; `name` empty: every region (see shm_registry.h
+  // for the codes).
+  absl::Status ShmStatus(const std::string& name,
+                         inference::SystemSharedMemoryStatusResponse* resp) const;
+  absl::Status ShmRegister(const inference::SystemSharedMemoryRegisterRequest& req);
+  absl::Status ShmUnregister(const std::string& name);
+  ShmRegistry* shm() { return &shm_; }
+
   // Runs `req` to completion (see the class comment); `cancelled` may be
   // empty. The response's outputs are raw (raw_output_contents).
   absl::Status Infer(const inference::ModelInferRequest& req,
@@ -109,6 +126,7 @@ class InferenceCore {
   Metrics* const metrics_;
   ServerState* const state_;
   const Options options_;
+  ShmRegistry shm_;
 };
 
 }  // namespace kiln

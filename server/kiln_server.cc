@@ -18,6 +18,7 @@
 #include "server/metrics_http.h"
 #include "server/onnx_runner.h"
 #include "server/service.h"
+#include "server/shm_registry.h"
 
 namespace kiln {
 namespace {
@@ -75,6 +76,10 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
     return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
   if (options.max_message_bytes < 1024 || options.max_message_bytes > (int64_t{2} << 30) - 1)
     return absl::InvalidArgumentError("--max-message-bytes must be in [1 KiB, 2 GiB)");
+  for (const std::string& prefix : options.shm_allow)
+    RETURN_IF_ERROR(CheckShmKey(prefix, /*prefix=*/true));
+  if (options.shm_max_regions < 1 || options.shm_max_regions > 65536)
+    return absl::InvalidArgumentError("--shm-max-regions must be in [1, 65536]");
 
   // Engine (only when kiln's own backend is used).
   if (loader) {
@@ -126,7 +131,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   mo.mode = options.mode;
   mo.startup_models = options.load_models;
   mo.device = options.device;
-  mo.max_captures = options.jit_max_captures;
+  mo.jit.max_captures = options.jit_max_captures;
+  mo.jit.max_capture_bytes = options.jit_max_capture_bytes;
   mo.load_timeout = options.load_timeout;
   mo.default_max_batch = options.default_max_batch;
   mo.pad_to_captured = options.pad_to_captured;
@@ -134,6 +140,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   InferenceCore::Options co;
   co.limits.max_input_bytes = options.max_input_bytes;
   co.auth_token = options.auth_token;
+  co.shm.allowed_prefixes = options.shm_allow;
+  co.shm.max_regions = options.shm_max_regions;
   im.core = std::make_unique<InferenceCore>(s->manager_.get(), im.metrics.get(), &im.state, co);
   InferenceService::Options so;
   so.max_streams = options.max_streams;

@@ -51,6 +51,11 @@ struct KilnServerOptions {
   std::string auth_token;                // empty: no auth
   int64_t max_message_bytes = int64_t{256} << 20;
   int64_t max_input_bytes = int64_t{256} << 20;
+  // System shared memory: keys must start with one of these prefixes
+  // ("/" + a name prefix); empty: shared memory off. At most
+  // shm_max_regions regions at once.
+  std::vector<std::string> shm_allow;
+  int shm_max_regions = 64;
   // Device memory (bytes in use plus cached) the engine may hold; a request
   // whose plan would pass it gets RESOURCE_EXHAUSTED. 0: no limit.
   uint64_t max_memory_bytes = 0;
@@ -58,6 +63,10 @@ struct KilnServerOptions {
   int max_streams = 64;          // concurrent ModelStreamInfer calls
   int max_stream_inflight = 64;  // unanswered requests per stream
   size_t jit_max_captures = 16;
+  // Device bytes the JIT captures of one model instance may hold together
+  // (intermediates and outputs kept for replays); the least recently used
+  // are dropped past it, and a capture bigger than all of it is not kept.
+  size_t jit_max_capture_bytes = size_t{1} << 30;
   // BEAM rounds per new CPU reduce kernel (searched at its first compile,
   // i.e. at load / warm-up; cached on disk); < 0: the BEAM environment
   // variable.

@@ -6,6 +6,7 @@
 //         [--tls-cert=F --tls-key=F] [--auth-token-file=F | --auth-token=T]
 //         [--metrics-address=A] [--metrics-auth-token-file=F]
 //         [--max-memory-bytes=N] [--exit-timeout=30] [--ready-file=F]
+//         [--shm-allow=/PREFIX[,/PREFIX...]] [--shm-max-regions=64]
 //
 // Runs in the foreground. SIGTERM / SIGINT: stop accepting, finish
 // in-flight requests within --exit-timeout seconds, exit 0.
@@ -21,6 +22,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "engine/base/flags.h"
 #include "server/auth_token.h"
 #include "server/flags.h"
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
   int64_t http_port = 8000, http_threads = o.http_threads, http_max_body = 0;
   int64_t http_max_json = o.http_max_json_bytes;
   int64_t max_captures = static_cast<int64_t>(o.jit_max_captures);
+  int64_t max_capture_bytes = -1;  // default: from --max-memory-bytes
   int64_t beam = kiln::GetEnvInt("BEAM", 0);
   double exit_timeout = 30, load_timeout = 600;
   int64_t max_streams = o.max_streams, max_stream_inflight = o.max_stream_inflight;
@@ -103,6 +107,14 @@ int main(int argc, char** argv) {
                   "$KILN_AUTH_TOKEN; an empty token refuses to start)");
   flags.AddString("auth-token", &auth_flag,
                   "the token itself (warns: other local users see it in /proc/PID/cmdline)");
+  std::vector<std::string> shm_allow;
+  int64_t shm_max_regions = o.shm_max_regions;
+  flags.AddList("shm-allow", &shm_allow,
+                "system shared memory (Triton's extension): clients may register POSIX shm "
+                "objects whose key starts with this prefix, e.g. /kiln_ ('/' allows any; "
+                "repeat or comma-separate; default: shared memory off)");
+  flags.AddInt("shm-max-regions", &shm_max_regions,
+               "shared-memory regions registered at once (more: RESOURCE_EXHAUSTED)");
   flags.AddInt("max-message-bytes", &o.max_message_bytes, "largest gRPC message");
   flags.AddInt("max-input-bytes", &o.max_input_bytes, "largest input tensor of a request");
   flags.AddInt("max-memory-bytes", &max_memory,
@@ -120,6 +132,10 @@ int main(int argc, char** argv) {
   flags.AddInt("max-stream-inflight", &max_stream_inflight,
                "unanswered requests per stream before it stops reading (backpressure)");
   flags.AddInt("jit-max-captures", &max_captures, "JIT captures kept per model instance (LRU)");
+  flags.AddInt("jit-max-capture-bytes", &max_capture_bytes,
+               "device bytes the JIT captures of one model instance may hold (intermediates and "
+               "outputs kept for replays; least recently used dropped past it; default 1 GiB, "
+               "or a quarter of --max-memory-bytes if that is smaller)");
   flags.AddInt("beam", &beam,
                "CPU: rounds of timed search over the kernel heuristics' choices for each new "
                "matmul / convolution / reduce kernel, at its first compile (load and warm-up "
@@ -154,17 +170,31 @@ int main(int argc, char** argv) {
   if (exit_timeout < 0 || exit_timeout > 86400) return Fail("--exit-timeout out of range");
   if (!(load_timeout >= 0 && load_timeout <= 86400)) return Fail("--load-timeout out of range");
   if (max_captures < 1 || max_captures > 4096) return Fail("--jit-max-captures out of range");
+  if (flags.IsSet("jit-max-capture-bytes") && max_capture_bytes < 0)
+    return Fail("--jit-max-capture-bytes must be >= 0");
   if (beam < 0 || beam > 10) return Fail("--beam must be in [0, 10]");
   if (max_streams < 0 || max_streams > 4096) return Fail("--max-streams out of range");
   if (max_stream_inflight < 1 || max_stream_inflight > 65536)
     return Fail("--max-stream-inflight out of range");
   if (max_memory < 0) return Fail("--max-memory-bytes must be >= 0");
+  for (const std::string& list : shm_allow)
+    for (absl::string_view prefix : absl::StrSplit(list, ',', absl::SkipEmpty()))
+      o.shm_allow.emplace_back(prefix);
+  if (flags.IsSet("shm-allow") && o.shm_allow.empty())
+    return Fail("--shm-allow needs a prefix such as /kiln_");
+  if (shm_max_regions < 1 || shm_max_regions > 65536)
+    return Fail("--shm-max-regions must be in [1, 65536]");
+  o.shm_max_regions = static_cast<int>(shm_max_regions);
   // Host RAM says nothing of a GPU's memory: there the driver's own
   // out-of-memory error (a Status too) is the default bound.
   const bool host_device = absl::AsciiStrToUpper(o.device) == "CPU" ||
                            absl::AsciiStrToUpper(o.device) == "INTERP";
   if (!flags.IsSet("max-memory-bytes") && !host_device) max_memory = 0;
   o.max_memory_bytes = static_cast<uint64_t>(max_memory);
+  if (!flags.IsSet("jit-max-capture-bytes")) {
+    max_capture_bytes = int64_t{1} << 30;
+    if (max_memory > 0) max_capture_bytes = std::min(max_capture_bytes, max_memory / 4);
+  }
   o.max_streams = static_cast<int>(max_streams);
   o.max_stream_inflight = static_cast<int>(max_stream_inflight);
   if (o.default_max_batch < 0 || o.default_max_batch > 65536)
@@ -186,6 +216,7 @@ int main(int argc, char** argv) {
   o.exit_timeout = absl::Seconds(exit_timeout);
   o.load_timeout = load_timeout == 0 ? absl::InfiniteDuration() : absl::Seconds(load_timeout);
   o.jit_max_captures = static_cast<size_t>(max_captures);
+  o.jit_max_capture_bytes = static_cast<size_t>(max_capture_bytes);
   o.beam = static_cast<int>(beam);
   o.pad_to_captured = !no_pad;
   kiln::AuthTokenSources auth;
@@ -235,6 +266,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kilnd: serving HTTP/REST on http://%s:%d%s\n",  // never TLS
                  (o.http_address.empty() ? o.address : o.http_address).c_str(),
                  (*server)->http_port(), o.auth_token.empty() ? "" : " (bearer auth)");
+  if (!o.shm_allow.empty())
+    std::fprintf(stderr, "kilnd: system shared memory on for keys %s\n",
+                 absl::StrJoin(o.shm_allow, ", ").c_str());
   std::fprintf(stderr, "kilnd: memory limit %s\n",
                o.max_memory_bytes == 0
                    ? "none (--max-memory-bytes=0)"

@@ -229,12 +229,12 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::LoadVersion(const Mod
   std::vector<std::unique_ptr<ModelRunner>> runners;
   for (int i = 0; i < m->spec_.instance_count; ++i) {
     ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> r,
-                     m->backend_->NewRunner(options_.max_captures));
+                     m->backend_->NewRunner(options_.jit));
     runners.push_back(std::move(r));
   }
   if (metrics_) m->metrics_ = metrics_->ForModel(base.name, m->version_str_);
   Executor::Options eo;
-  eo.max_captures = options_.max_captures;
+  eo.max_captures = options_.jit.max_captures;
   eo.pad_to_captured = options_.pad_to_captured;
   m->executor_ = std::make_unique<Executor>(&m->spec_, std::move(runners), m->metrics_,
                                             &m->stats_, clock_, eo);

@@ -82,7 +82,7 @@ class ModelManager {
     ControlMode mode = ControlMode::kNone;
     std::vector<std::string> startup_models;  // kExplicit only
     std::string device = "CPU";               // KIND_AUTO / KIND_CPU -> CPU
-    size_t max_captures = 16;                 // JIT captures per instance
+    JitLimits jit;                            // per instance
     int64_t default_max_batch = 8;            // for derived configs
     bool pad_to_captured = true;
     // A load (file, graph, warm-up) still running after this long fails

@@ -39,14 +39,21 @@ absl::StatusOr<std::vector<TensorSpec>> ToSpecs(const std::vector<ValueInfo>& in
   return out;
 }
 
+Jit::Options JitOptions(const JitLimits& limits) {
+  Jit::Options o;
+  o.max_captures = limits.max_captures;
+  o.max_capture_bytes = limits.max_capture_bytes;
+  return o;
+}
+
 class OnnxRunner : public ModelRunner {
  public:
-  OnnxRunner(std::shared_ptr<const OnnxModel> model, Engine* engine, size_t max_captures)
+  OnnxRunner(std::shared_ptr<const OnnxModel> model, Engine* engine, const JitLimits& limits)
       : model_(std::move(model)),
         engine_(engine),
         jit_(
             [m = model_.get()](const std::vector<Tensor>& in) { return m->Run(in); },
-            Jit::Options{max_captures}) {}
+            JitOptions(limits)) {}
 
   absl::StatusOr<std::vector<OutputTensor>> Run(const std::vector<InputTensor>& inputs,
                                                 RunStats* stats) override {
@@ -110,8 +117,8 @@ class OnnxBackend : public ModelBackend {
   OnnxBackend(std::shared_ptr<const OnnxModel> model, Engine* engine, ModelSignature sig)
       : model_(std::move(model)), engine_(engine), sig_(std::move(sig)) {}
   const ModelSignature& signature() const override { return sig_; }
-  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(size_t max_captures) override {
-    return std::unique_ptr<ModelRunner>(new OnnxRunner(model_, engine_, max_captures));
+  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const JitLimits& limits) override {
+    return std::unique_ptr<ModelRunner>(new OnnxRunner(model_, engine_, limits));
   }
 
  private:

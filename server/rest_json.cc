@@ -235,6 +235,13 @@ absl::Status ParseInput(const Json& in, int index, absl::string_view binary, siz
   }
   auto data = in.find("data");
   std::string* raw = req->add_raw_input_contents();
+  if (t->parameters().count("shared_memory_region")) {
+    // In shared memory: an empty raw entry (infer_codec reads the region).
+    if (binary_size || data != in.end())
+      return Bad(absl::StrCat(where, "is in shared memory and also has 'data' or "
+                                     "parameters.binary_data_size"));
+    return absl::OkStatus();
+  }
   if (binary_size) {
     if (data != in.end())
       return Bad(absl::StrCat(where, "has both 'data' and parameters.binary_data_size"));
@@ -453,6 +460,14 @@ absl::StatusOr<RestBody> EncodeInferResponse(const inference::ModelInferResponse
       t["name"] = o.name();
       t["datatype"] = o.datatype();
       t["shape"] = Json(std::vector<int64_t>(o.shape().begin(), o.shape().end()));
+      if (o.parameters().count("shared_memory_region")) {
+        // Written to shared memory: its parameters, no data (as Triton).
+        Json p = Json::object();
+        for (const auto& [k, v] : o.parameters()) p[k] = ParameterJson(v);
+        t["parameters"] = std::move(p);
+        outputs.push_back(std::move(t));
+        continue;
+      }
       auto b = req.binary_output.find(o.name());
       bool as_binary = b != req.binary_output.end() ? b->second : req.binary_output_default;
       if (as_binary) {

@@ -13,6 +13,12 @@
 // datatype (BOOL: true / false; integers: JSON integers in range; FP32 /
 // FP64: numbers; BYTES: strings). FP16 / BF16 travel as binary data only.
 //
+// Shared memory (Triton's system shared-memory extension): an input whose
+// parameters name shared_memory_region has no `data` and no binary data
+// (its raw_input_contents entry is empty; infer_codec reads the region).
+// An output the core wrote to shared memory (its parameters carry
+// shared_memory_region) is answered with those parameters and no data.
+//
 // Responses: an output is JSON `data` (FP16 / BF16 as their exact values,
 // NaN / Inf as null) unless binary data was asked for it
 // (outputs[].parameters.binary_data, or the request parameter
@@ -84,6 +90,14 @@ absl::StatusOr<bool> ParseIndexRequest(absl::string_view body);
 absl::Status ParseRepositoryParameters(
     absl::string_view body,
     google::protobuf::Map<std::string, inference::ModelRepositoryParameter>* parameters);
+
+// System shared memory. The register body of region `name` (from the URL):
+// {"key": string, "offset": integer >= 0 (default 0), "byte_size": integer >= 0}.
+absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseShmRegisterRequest(
+    absl::string_view body, const std::string& name);
+// The status as Triton's REST API answers it: a JSON array of
+// {"name", "key", "offset", "byte_size"}, sorted by name.
+std::string ShmStatusJson(const inference::SystemSharedMemoryStatusResponse& resp);
 
 }  // namespace kiln
 

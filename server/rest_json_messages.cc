@@ -1,6 +1,8 @@
 // The non-infer messages of the REST API (see rest_json.h): protobuf
-// responses printed by reflection, errors, and the repository bodies.
+// responses printed by reflection, errors, and the repository and
+// shared-memory bodies.
 #include <limits>
+#include <map>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -139,6 +141,48 @@ absl::Status ParseRepositoryParameters(
   } catch (const Json::exception& e) {
     return Bad(absl::StrCat("bad request JSON: ", e.what()));
   }
+}
+
+absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseShmRegisterRequest(
+    absl::string_view body, const std::string& name) {
+  try {
+    absl::StatusOr<Json> j = Parse(body);
+    if (!j.ok()) return j.status();
+    if (!j->is_object()) return Bad("the request must be a JSON object");
+    inference::SystemSharedMemoryRegisterRequest req;
+    req.set_name(name);
+    auto key = j->find("key");
+    if (key == j->end() || !key->is_string()) return Bad("'key' must be a string");
+    req.set_key(key->get<std::string>());
+    for (const char* field : {"offset", "byte_size"}) {
+      auto v = j->find(field);
+      if (v == j->end()) {
+        if (std::string(field) == "offset") continue;
+        return Bad("missing 'byte_size'");
+      }
+      if (!v->is_number_unsigned())
+        return Bad(absl::StrCat("'", field, "' must be a non-negative integer"));
+      if (std::string(field) == "offset")
+        req.set_offset(v->get<uint64_t>());
+      else
+        req.set_byte_size(v->get<uint64_t>());
+    }
+    return req;
+  } catch (const Json::exception& e) {
+    return Bad(absl::StrCat("bad request JSON: ", e.what()));
+  }
+}
+
+std::string ShmStatusJson(const inference::SystemSharedMemoryStatusResponse& resp) {
+  std::map<std::string, const inference::SystemSharedMemoryStatusResponse::RegionStatus*> sorted;
+  for (const auto& [name, r] : resp.regions()) sorted[name] = &r;
+  Json a = Json::array();
+  for (const auto& [name, r] : sorted)
+    a.push_back(Json{{"name", r->name()},
+                     {"key", r->key()},
+                     {"offset", r->offset()},
+                     {"byte_size", r->byte_size()}});
+  return Dump(a);
 }
 
 }  // namespace kiln

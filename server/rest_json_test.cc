@@ -303,5 +303,81 @@ TEST(RestJsonTest, RepositoryBodies) {
   EXPECT_FALSE(ParseRepositoryParameters(R"({"parameters": []})", load.mutable_parameters()).ok());
 }
 
+TEST(RestJsonTest, SharedMemoryTensors) {
+  // An input in shared memory: its parameters pass through, its raw entry is empty.
+  auto r = ParseInferRequest(R"({"inputs":[
+      {"name":"A","datatype":"FP32","shape":[1,2],
+       "parameters":{"shared_memory_region":"io","shared_memory_byte_size":8,
+                     "shared_memory_offset":16}},
+      {"name":"B","datatype":"FP32","shape":[2],"data":[1,2]}],
+    "outputs":[{"name":"Y","parameters":{"shared_memory_region":"io",
+                                         "shared_memory_byte_size":64}}]})",
+                             std::nullopt, "m", "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->request.raw_input_contents_size(), 2);
+  EXPECT_TRUE(r->request.raw_input_contents(0).empty());
+  EXPECT_EQ(r->request.raw_input_contents(1).size(), 8u);
+  const auto& p = r->request.inputs(0).parameters();
+  EXPECT_EQ(p.at("shared_memory_region").string_param(), "io");
+  EXPECT_EQ(p.at("shared_memory_offset").int64_param(), 16);
+  EXPECT_EQ(r->request.outputs(0).parameters().at("shared_memory_byte_size").int64_param(), 64);
+  EXPECT_THAT(ParseError(R"({"inputs":[{"name":"A","datatype":"FP32","shape":[1],"data":[1],
+      "parameters":{"shared_memory_region":"io","shared_memory_byte_size":4}}]})")
+                  .message(),
+              HasSubstr("in shared memory and also has 'data'"));
+
+  // An output the core wrote to shared memory: parameters, no data.
+  inference::ModelInferResponse resp;
+  resp.set_model_name("m");
+  auto* y = resp.add_outputs();
+  y->set_name("Y");
+  y->set_datatype("FP32");
+  y->add_shape(2);
+  (*y->mutable_parameters())["shared_memory_region"].set_string_param("io");
+  (*y->mutable_parameters())["shared_memory_byte_size"].set_int64_param(64);
+  resp.add_raw_output_contents("");
+  RestInferRequest binary;
+  binary.binary_output_default = true;
+  for (const RestInferRequest* req : {&*r, &binary}) {
+    auto out = EncodeInferResponse(resp, *req);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_FALSE(out->header_length.has_value());
+    Json j = Json::parse(out->body);
+    EXPECT_FALSE(j["outputs"][0].contains("data"));
+    EXPECT_EQ(j["outputs"][0]["parameters"],
+              Json::parse(R"({"shared_memory_region":"io","shared_memory_byte_size":64})"));
+  }
+}
+
+TEST(RestJsonTest, SharedMemoryBodies) {
+  auto reg = ParseShmRegisterRequest(R"({"key":"/kiln_x","offset":8,"byte_size":64})", "r");
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  EXPECT_EQ(reg->name(), "r");
+  EXPECT_EQ(reg->key(), "/kiln_x");
+  EXPECT_EQ(reg->offset(), 8u);
+  EXPECT_EQ(reg->byte_size(), 64u);
+  EXPECT_EQ(ParseShmRegisterRequest(R"({"key":"/k","byte_size":1})", "r")->offset(), 0u);
+  for (const char* bad : {R"({"byte_size":1})", R"({"key":7,"byte_size":1})",
+                          R"({"key":"/k"})", R"({"key":"/k","byte_size":-1})",
+                          R"({"key":"/k","byte_size":1.5})", R"({"key":"/k","offset":"0",
+                          "byte_size":1})", "[]", "", "{"})
+    EXPECT_EQ(ParseShmRegisterRequest(bad, "r").status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+
+  inference::SystemSharedMemoryStatusResponse status;
+  EXPECT_EQ(ShmStatusJson(status), "[]");
+  for (const char* name : {"b", "a"}) {
+    auto& r = (*status.mutable_regions())[name];
+    r.set_name(name);
+    r.set_key("/kiln_x");
+    r.set_offset(4);
+    r.set_byte_size(16);
+  }
+  EXPECT_EQ(Json::parse(ShmStatusJson(status)),
+            Json::parse(R"([{"name":"a","key":"/kiln_x","offset":4,"byte_size":16},
+                            {"name":"b","key":"/kiln_x","offset":4,"byte_size":16}])"));
+}
+
 }  // namespace
 }  // namespace kiln

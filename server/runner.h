@@ -50,12 +50,19 @@ class ModelRunner {
                           const std::vector<std::vector<int64_t>>& shapes) const = 0;
 };
 
+// What one executor instance's JIT may keep (engine/jit/jit.h): captures
+// by count and by the device bytes they hold.
+struct JitLimits {
+  size_t max_captures = 16;
+  size_t max_capture_bytes = size_t{1} << 30;
+};
+
 class ModelBackend {
  public:
   virtual ~ModelBackend() = default;
   virtual const ModelSignature& signature() const = 0;
-  // A new executor instance keeping at most `max_captures` JIT captures.
-  virtual absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(size_t max_captures) = 0;
+  // A new executor instance whose JIT keeps captures within `limits`.
+  virtual absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const JitLimits& limits) = 0;
 };
 
 class BackendLoader {

@@ -127,4 +127,28 @@ grpc::Status InferenceService::RepositoryModelUnload(
   return Done("RepositoryModelUnload", core_->Unload(req->model_name()));
 }
 
+grpc::Status InferenceService::SystemSharedMemoryStatus(
+    grpc::ServerContext* ctx, const inference::SystemSharedMemoryStatusRequest* req,
+    inference::SystemSharedMemoryStatusResponse* resp) {
+  InferenceCore::ActiveCall active(core_);
+  if (auto a = Authorize(ctx); !a.ok()) return Done("SystemSharedMemoryStatus", a);
+  return Done("SystemSharedMemoryStatus", core_->ShmStatus(req->name(), resp));
+}
+
+grpc::Status InferenceService::SystemSharedMemoryRegister(
+    grpc::ServerContext* ctx, const inference::SystemSharedMemoryRegisterRequest* req,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  InferenceCore::ActiveCall active(core_);
+  if (auto a = Authorize(ctx); !a.ok()) return Done("SystemSharedMemoryRegister", a);
+  return Done("SystemSharedMemoryRegister", core_->ShmRegister(*req));
+}
+
+grpc::Status InferenceService::SystemSharedMemoryUnregister(
+    grpc::ServerContext* ctx, const inference::SystemSharedMemoryUnregisterRequest* req,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  InferenceCore::ActiveCall active(core_);
+  if (auto a = Authorize(ctx); !a.ok()) return Done("SystemSharedMemoryUnregister", a);
+  return Done("SystemSharedMemoryUnregister", core_->ShmUnregister(req->name()));
+}
+
 }  // namespace kiln

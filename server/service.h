@@ -76,6 +76,15 @@ class InferenceService final : public inference::GRPCInferenceService::Service {
   grpc::Status RepositoryModelUnload(grpc::ServerContext* ctx,
                                      const inference::RepositoryModelUnloadRequest* req,
                                      inference::RepositoryModelUnloadResponse* resp) override;
+  grpc::Status SystemSharedMemoryStatus(grpc::ServerContext* ctx,
+                                        const inference::SystemSharedMemoryStatusRequest* req,
+                                        inference::SystemSharedMemoryStatusResponse* resp) override;
+  grpc::Status SystemSharedMemoryRegister(
+      grpc::ServerContext* ctx, const inference::SystemSharedMemoryRegisterRequest* req,
+      inference::SystemSharedMemoryRegisterResponse* resp) override;
+  grpc::Status SystemSharedMemoryUnregister(
+      grpc::ServerContext* ctx, const inference::SystemSharedMemoryUnregisterRequest* req,
+      inference::SystemSharedMemoryUnregisterResponse* resp) override;
 
  private:
   // Auth check of the call's `authorization` metadata.

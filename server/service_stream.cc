@@ -85,6 +85,7 @@ grpc::Status InferenceService::ModelStreamInfer(
       if (item->result.ok()) {
         EncodeInferResponse(*std::move(item->result), item->model->name(), item->model->version_string(),
                             item->req->id(), resp.mutable_infer_response());
+        SetShmOutputParameters(*item->req, resp.mutable_infer_response());
       } else {
         resp.set_error_message(std::string(item->result.status().message()));
         resp.mutable_infer_response()->set_model_name(item->req->model_name());

@@ -160,29 +160,29 @@ absl::StatusOr<Jit::Result> Jit::Call(const std::vector<Tensor>& inputs) {
                                                                           : prepared[0].device());
   size_t reads = rec.reads.size();
   absl::Status added = e.tree->Add(std::move(rec), bufs, &r.outputs, options_.use_graphs);
-  if (added.ok()) {
+  const size_t held = added.ok() ? e.tree->held_bytes() : 0;
+  if (added.ok() && held > options_.max_capture_bytes) {
+    // Replays would keep more than the whole bound alive: the plain result
+    // stands, and the signature runs plainly from now on.
+    stats_.too_big++;
+    stats_.plain_runs++;
+    e.plain_only = true;
+    e.tree.reset();
+    if (debug)
+      std::fprintf(stderr, "jit: %s not kept: its capture holds %zu bytes, over %zu\n",
+                   sig.c_str(), held, options_.max_capture_bytes);
+  } else if (added.ok()) {
     r.path = Path::kCapture;
     stats_.captures++;
     e.kernels = r.kernels;
     e.flops = r.flops;
     e.bytes = r.bytes;
-    e.held_bytes = e.tree->held_bytes();
+    e.held_bytes = held;
     if (debug)
       std::fprintf(stderr,
                    "jit: captured %zu kernels, %zu host reads for %s (%.3g GFLOP, %.3g MB moved, "
                    "%.3g MB held)\n",
-                   r.kernels, reads, sig.c_str(), r.flops * 1e-9, r.bytes * 1e-6,
-                   e.held_bytes * 1e-6);
-    if (e.held_bytes > options_.max_capture_bytes) {
-      // Replays would keep more than the whole bound alive: run plainly.
-      stats_.too_big++;
-      e.plain_only = true;
-      e.tree.reset();
-      e.held_bytes = 0;
-      if (debug)
-        std::fprintf(stderr, "jit: %s not kept: its capture holds more than %zu bytes\n",
-                     sig.c_str(), options_.max_capture_bytes);
-    }
+                   r.kernels, reads, sig.c_str(), r.flops * 1e-9, r.bytes * 1e-6, held * 1e-6);
     Evict(sig);
   } else {
     // The plain result stands; this signature is not captured.

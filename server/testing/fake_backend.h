@@ -118,8 +118,8 @@ class FakeBackend : public ModelBackend {
     sig_.outputs = {{"OUT0", dtypes::kFloat32, dims}, {"OUT1", dtypes::kFloat32, dims}};
   }
   const ModelSignature& signature() const override { return sig_; }
-  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(size_t max_captures) override {
-    return std::unique_ptr<ModelRunner>(new FakeRunner(o_, max_captures, log_));
+  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const JitLimits& limits) override {
+    return std::unique_ptr<ModelRunner>(new FakeRunner(o_, limits.max_captures, log_));
   }
 
  private:

@@ -1,6 +1,7 @@
 """End to end: the Python client (clients/python) against a real kilnd."""
 
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -10,7 +11,7 @@ import unittest
 import grpc
 import numpy as np
 
-from kiln_client import InferError, KilnClient
+from kiln_client import InferError, KilnClient, SharedMemoryRegion
 
 
 class PythonClientTest(unittest.TestCase):
@@ -22,7 +23,7 @@ class PythonClientTest(unittest.TestCase):
         cls.proc = subprocess.Popen(
             ["server/kilnd", "--model-repository=models", "--address=127.0.0.1",
              "--grpc-port=0", "--metrics-port=0", "--http-port=-1",
-             "--ready-file=" + ready],
+             "--shm-allow=/kiln_py_", "--ready-file=" + ready],
             stdout=cls.log, stderr=cls.log)
         deadline = time.time() + 120
         port = None
@@ -78,6 +79,46 @@ class PythonClientTest(unittest.TestCase):
             self.client.infer("simple", {"INPUT0": a})
         self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("missing input 'INPUT1'", e.exception.message)
+
+    def test_shared_memory(self):
+        a = np.linspace(-4, 4, 32, dtype=np.float32).reshape(2, 16)
+        b = np.full((2, 16), 0.5, dtype=np.float32)
+        key = f"/kiln_py_{os.getpid()}_{secrets.token_hex(4)}"
+        with SharedMemoryRegion("py_io", 4096, key=key) as shm:
+            self.client.register_system_shared_memory(shm.name, shm.key, shm.byte_size)
+            self.assertEqual(self.client.system_shared_memory_status(),
+                             {"py_io": {"key": shm.key, "offset": 0, "byte_size": 4096}})
+            x = shm.write(a)
+            y = shm.write(b, offset=128)
+            out = self.client.infer("simple", {"INPUT0": x, "INPUT1": y},
+                                    outputs={"OUTPUT0": shm.slice(128, offset=256),
+                                             "OUTPUT1": None})
+            np.testing.assert_array_equal(out["OUTPUT0"], a + b)
+            np.testing.assert_array_equal(out["OUTPUT1"], np.maximum(a * b, 0))
+            np.testing.assert_array_equal(shm.array(np.float32, (2, 16), 256), a + b)
+            # A mix: INPUT1 inline, INPUT0 from the region.
+            out = self.client.infer("simple", {"INPUT0": x, "INPUT1": b})
+            np.testing.assert_array_equal(out["OUTPUT0"], a + b)
+
+            with self.assertRaises(InferError) as e:  # the output does not fit
+                self.client.infer("simple", {"INPUT0": x, "INPUT1": y},
+                                  outputs={"OUTPUT0": shm.slice(64, offset=256)})
+            self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("output 'OUTPUT0'", e.exception.message)
+            with self.assertRaises(InferError) as e:
+                self.client.register_system_shared_memory("py_io", shm.key, 16)
+            self.assertEqual(e.exception.code, grpc.StatusCode.ALREADY_EXISTS)
+
+            self.client.unregister_system_shared_memory("py_io")
+            self.assertEqual(self.client.system_shared_memory_status(), {})
+            with self.assertRaises(InferError) as e:
+                self.client.infer("simple", {"INPUT0": x, "INPUT1": y})
+            self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
+        key = f"/kiln_other_{os.getpid()}_{secrets.token_hex(4)}"
+        with SharedMemoryRegion("other", 4096, key=key) as other:
+            with self.assertRaises(InferError) as e:
+                self.client.register_system_shared_memory(other.name, other.key, 4096)
+            self.assertEqual(e.exception.code, grpc.StatusCode.PERMISSION_DENIED)
 
 
 if __name__ == "__main__":

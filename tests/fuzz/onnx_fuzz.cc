@@ -123,7 +123,7 @@ void LoadAsKilnd(const uint8_t* data, size_t size) {
   static const ModelSpec* simple = new ModelSpec(SpecFromText(kSimpleConfig));
   ModelSpec configured = *simple;
   (void)CompleteSpecFromModel(sig, &configured);
-  auto runner = (*backend)->NewRunner(/*max_captures=*/16);
+  auto runner = (*backend)->NewRunner(JitLimits{});
   FUZZ_CHECK(runner.ok());
 }
 

@@ -4,6 +4,8 @@
     client = KilnClient("localhost:8001")
     outputs = client.infer("simple", {"INPUT0": a, "INPUT1": b})
 
+System shared memory (kilnd --shm-allow): kiln_client.shm.SharedMemoryRegion.
+
 The gRPC stubs (kiln_client.proto) are generated from proto/*.proto by the
 build: `bazel build //clients/python:kiln_client`, then put both
 clients/python and bazel-bin/clients/python on PYTHONPATH (Debian's python3-grpcio and
@@ -17,5 +19,6 @@ import pkgutil
 __path__ = pkgutil.extend_path(__path__, __name__)
 
 from kiln_client.client import KilnClient, InferError, DATATYPES  # noqa: E402
+from kiln_client.shm import SharedMemoryRegion, ShmTensor  # noqa: E402
 
-__all__ = ["KilnClient", "InferError", "DATATYPES"]
+__all__ = ["KilnClient", "InferError", "DATATYPES", "SharedMemoryRegion", "ShmTensor"]

@@ -7,6 +7,7 @@ from kiln_client.proto import grpc_service_pb2 as pb
 from kiln_client.proto import grpc_service_pb2_grpc as pb_grpc
 from kiln_client.proto import health_pb2
 from kiln_client.proto import health_pb2_grpc
+from kiln_client.shm import ShmTensor
 
 # KServe datatype <-> numpy dtype (little-endian).
 DATATYPES = {
@@ -123,33 +124,69 @@ class KilnClient:
         self._call(self._stub.RepositoryModelUnload,
                    pb.RepositoryModelUnloadRequest(model_name=name))
 
+    # ---- system shared memory (kilnd --shm-allow; see kiln_client.shm) ----
+    def register_system_shared_memory(self, name, key, byte_size, offset=0):
+        self._call(self._stub.SystemSharedMemoryRegister,
+                   pb.SystemSharedMemoryRegisterRequest(name=name, key=key, offset=offset,
+                                                        byte_size=byte_size))
+
+    def unregister_system_shared_memory(self, name=""):
+        """Unregisters region `name`, or every region when it is empty."""
+        self._call(self._stub.SystemSharedMemoryUnregister,
+                   pb.SystemSharedMemoryUnregisterRequest(name=name))
+
+    def system_shared_memory_status(self, name=""):
+        """{region name: {"key", "offset", "byte_size"}} of one or every region."""
+        resp = self._call(self._stub.SystemSharedMemoryStatus,
+                          pb.SystemSharedMemoryStatusRequest(name=name))
+        return {n: {"key": r.key, "offset": r.offset, "byte_size": r.byte_size}
+                for n, r in resp.regions.items()}
+
     # ---- inference ----
     def infer(self, model, inputs, outputs=None, version="", request_id="", priority=0,
               timeout_us=0):
-        """Runs `model` on {name: numpy array}; returns {output name: numpy array}."""
+        """Runs `model` on {name: numpy array or ShmTensor}; returns {output
+        name: numpy array}.
+
+        outputs: None (all), a list of names, or {name: None or ShmTensor}; an
+        output given a ShmTensor (SharedMemoryRegion.slice) is written to that
+        slice and returned as a numpy view of it.
+        """
         req = pb.ModelInferRequest(model_name=model, model_version=version, id=request_id)
         if priority:
             req.parameters["priority"].int64_param = priority
         if timeout_us:
             req.parameters["timeout"].int64_param = timeout_us
         for name, value in inputs.items():
+            if isinstance(value, ShmTensor):
+                tensor = req.inputs.add(name=name, datatype=value.datatype,
+                                        shape=list(value.shape))
+                value.set_parameters(tensor.parameters)  # no raw entry, as Triton's clients
+                continue
             array = np.ascontiguousarray(value)
             datatype = _datatype_of(array)
             tensor = req.inputs.add(name=name, datatype=datatype, shape=list(array.shape))
             del tensor  # only metadata; the data travels raw
             req.raw_input_contents.append(array.astype(DATATYPES[datatype], copy=False).tobytes())
+        in_shm = outputs if isinstance(outputs, dict) else {}
         for name in outputs or []:
-            req.outputs.add(name=name)
+            out = req.outputs.add(name=name)
+            if in_shm.get(name) is not None:
+                in_shm[name].set_parameters(out.parameters)
         resp = self._call(self._stub.ModelInfer, req)
-        return self._decode(resp)
+        return self._decode(resp, in_shm)
 
     @staticmethod
-    def _decode(resp):
+    def _decode(resp, in_shm=None):
         result = {}
         for i, out in enumerate(resp.outputs):
             dtype = DATATYPES.get(out.datatype)
             if dtype is None:
                 raise ValueError(f"output {out.name}: unsupported datatype {out.datatype}")
+            slot = (in_shm or {}).get(out.name)
+            if slot is not None and "shared_memory_region" in out.parameters:
+                result[out.name] = slot.region.array(dtype, tuple(out.shape), slot.offset)
+                continue
             if resp.raw_output_contents:
                 data = np.frombuffer(resp.raw_output_contents[i], dtype=dtype)
             else:
