@@ -1,11 +1,13 @@
 #include "server/kiln_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/base/status.h"
 #include "engine/realize/engine.h"
 #include "engine/runtime/device.h"
@@ -64,6 +66,7 @@ KilnServer::KilnServer() : impl_(new Impl) {}
 
 KilnServer::~KilnServer() {
   Shutdown();
+  if (drain_.joinable()) FinishShutdown();  // waits for a load still running at Shutdown
   impl_->metrics_http.reset();  // civetweb takes ~2 s to stop
 }
 
@@ -193,8 +196,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   return s;
 }
 
-void KilnServer::Shutdown() {
-  if (shut_down_) return;
+bool KilnServer::Shutdown() {
+  if (shut_down_) return true;
   shut_down_ = true;
   Impl& im = *impl_;
   // New requests are refused (UNAVAILABLE) from here on; queued ones are
@@ -203,8 +206,10 @@ void KilnServer::Shutdown() {
   im.state.shutting_down = true;
   im.state.ready = false;
   im.SetServing(false);
-  std::thread drain([this] {
-    if (manager_) manager_->StopAll();
+  drained_ = std::make_shared<absl::Notification>();
+  drain_ = std::thread([m = manager_.get(), done = drained_] {
+    if (m) m->StopAll();
+    done->Notify();
   });
   // First every call that started before the signal finishes, while new
   // ones are refused with UNAVAILABLE by the handlers (gRPC's own shutdown
@@ -227,7 +232,24 @@ void KilnServer::Shutdown() {
     im.server->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now() + absl::Seconds(1))));
     im.server->Wait();
   }
-  drain.join();
+  // Loads in progress end first in StopAll; one that does not end by the
+  // deadline (plus a second) is left running (see the header).
+  const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+  if (!drained_->WaitForNotificationWithTimeout(left + absl::Seconds(1))) {
+    const std::vector<std::string> loading = manager_->Busy();
+    std::fprintf(stderr,
+                 "kilnd: %zu model load(s) still running after --exit-timeout (%s); not waiting "
+                 "for them\n",
+                 loading.size(), absl::StrJoin(loading, ", ").c_str());
+    return false;
+  }
+  FinishShutdown();
+  return true;
+}
+
+void KilnServer::FinishShutdown() {
+  drain_.join();
+  Impl& im = *impl_;
   im.server.reset();
   im.http.reset();
   im.service.reset();

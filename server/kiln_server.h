@@ -11,7 +11,11 @@
 // accepting new calls (both transports answer UNAVAILABLE / 503 while
 // the calls in flight finish within exit_timeout, cancelling what is left
 // after that), closes the HTTP and gRPC ports, and drains and unloads every
-// model.
+// model. A model load still running then (loads have no cancellation
+// points; a hung file system can stall one) is waited for only until
+// exit_timeout has passed, plus a second: Shutdown then returns false and
+// the load goes on in its own thread, serving nothing; the destructor waits
+// for it (kilnd exits instead).
 // The metrics endpoint stays up until the server is destroyed.
 //
 // Thread safety: Start / Shutdown from one thread; the server itself serves
@@ -21,9 +25,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/model_manager.h"
 #include "server/runner.h"
@@ -93,11 +99,15 @@ class KilnServer {
   const absl::Status& startup_status() const { return startup_status_; }
   ModelManager* manager() { return manager_.get(); }
 
-  void Shutdown();
+  // True when everything stopped; false when a model load was still
+  // running at the deadline (see above). Later calls return true.
+  bool Shutdown();
 
  private:
   struct Impl;
   KilnServer();
+  // Joins the drain and releases the transports and the manager.
+  void FinishShutdown();
 
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<ModelManager> manager_;
@@ -106,6 +116,9 @@ class KilnServer {
   int http_port_ = -1;
   absl::Status startup_status_;
   bool shut_down_ = false;
+  // Shutdown's drain of the model manager (StopAll), if it outlived it.
+  std::thread drain_;
+  std::shared_ptr<absl::Notification> drained_;
 };
 
 }  // namespace kiln

@@ -284,8 +284,8 @@ int main(int argc, char** argv) {
   sigwait(&sigs, &sig);
   std::fprintf(stderr, "kilnd: %s: finishing in-flight requests (up to %gs), then exiting\n",
                sig == SIGTERM ? "SIGTERM" : "SIGINT", exit_timeout);
-  (*server)->Shutdown();
-  std::fprintf(stderr, "kilnd: stopped\n");
+  const bool clean = (*server)->Shutdown();
+  std::fprintf(stderr, "kilnd: stopped%s\n", clean ? "" : " (a model load was left running)");
   std::fflush(stderr);
   // Everything is drained; skip tearing down the metrics HTTP server, which
   // would only add seconds to the exit.

@@ -391,6 +391,13 @@ absl::Status ModelManager::Unload(const std::string& name) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> ModelManager::Busy() const {
+  absl::MutexLock l(&mu_);
+  std::set<std::string> names(busy_.begin(), busy_.end());
+  for (const auto& [name, n] : abandoned_) names.insert(name);
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
 void ModelManager::StopAll() {
   std::vector<std::shared_ptr<LoadedModel>> all;
   {

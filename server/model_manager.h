@@ -117,6 +117,8 @@ class ModelManager {
   absl::Status Unload(const std::string& name);
   // Drains and unloads everything (server shutdown).
   void StopAll();
+  // Models with a load or unload running now, timed-out loads included.
+  std::vector<std::string> Busy() const;
 
   std::vector<IndexEntry> Index(bool ready_only) const;
   ControlMode mode() const { return options_.mode; }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "clients/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -356,6 +357,65 @@ TEST_F(ServiceTest, ShutdownFinishesQueuedRequests) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(4));  // no 10 s batching delay
   ASSERT_TRUE(queued.ok()) << queued.status();
   EXPECT_EQ(Floats((*queued)[0])[0], 8);
+}
+
+// Loads of model "stuck" wait until Open(); everything else is a fake.
+class StuckLoader : public BackendLoader {
+ public:
+  explicit StuckLoader(std::shared_ptr<absl::Notification> open) : open_(std::move(open)) {}
+  absl::StatusOr<std::unique_ptr<ModelBackend>> Load(const std::string& path,
+                                                     const std::string& device) override {
+    if (path.find("/stuck/") != std::string::npos) open_->WaitForNotification();
+    return fake_.Load(path, device);
+  }
+
+ private:
+  std::shared_ptr<absl::Notification> open_;
+  testing::FakeLoader fake_;
+};
+
+// Issue 13: a model load that never ends (a hung file system) must not hold
+// up exit: Shutdown gives up on it after exit_timeout (+1 s) and says so;
+// the load goes on in its thread, and the destructor waits for it.
+TEST(KilnServerTest, ShutdownDoesNotWaitForAStuckLoad) {
+  std::string repo = MakeRepo("stuck_load");
+  ::mkdir((repo + "/stuck").c_str(), 0755);
+  ::mkdir((repo + "/stuck/1").c_str(), 0755);
+  WriteFile(repo + "/stuck/1/model.onnx", "fake");
+  KilnServerOptions o;
+  o.model_repository = repo;
+  o.address = "127.0.0.1";
+  o.grpc_port = 0;
+  o.metrics_port = -1;
+  o.mode = ControlMode::kExplicit;
+  o.load_models = {"fast"};
+  o.exit_timeout = absl::Milliseconds(500);
+  o.load_timeout = absl::Milliseconds(200);
+  auto open = std::make_shared<absl::Notification>();
+  auto s = KilnServer::Start(o, std::make_unique<StuckLoader>(open));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->manager()->Load("stuck").code(), absl::StatusCode::kDeadlineExceeded);
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE((*s)->Shutdown());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE((*s)->Shutdown());  // later calls: nothing left to do
+  EXPECT_EQ((*s)->manager()->Busy(), std::vector<std::string>{"stuck"});
+  open->Notify();                 // the load ends; the destructor joins it
+  s->reset();
+}
+
+// Without a stuck load Shutdown reports a clean stop.
+TEST(KilnServerTest, ShutdownIsCleanWithoutStuckLoads) {
+  KilnServerOptions o;
+  o.model_repository = MakeRepo("clean_stop");
+  o.address = "127.0.0.1";
+  o.grpc_port = 0;
+  o.metrics_port = -1;
+  o.mode = ControlMode::kExplicit;
+  o.load_models = {"fast"};
+  auto s = KilnServer::Start(o, std::make_unique<testing::FakeLoader>());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE((*s)->Shutdown());
 }
 
 }  // namespace
