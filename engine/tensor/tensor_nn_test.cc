@@ -217,7 +217,8 @@ TEST_P(NnTest, ConvChoosesIm2ColFromTheShape) {
       {{1, 4, 7, 7}, {8, 4, 1, 1}, 1, 1, 1},       // 1x1: already a matmul
       {{1, 4, 14, 14}, {8, 4, 1, 1}, 1, 2, 2},     // 1x1 stride 2: im2col
       {{1, 64, 40, 30}, {2, 64, 3, 3}, 1, 1, 2},   // a 2.3 MiB copy: im2col
-      {{1, 128, 40, 30}, {2, 128, 3, 3}, 1, 1, 1},  // a 4.7 MiB copy: direct
+      {{1, 128, 40, 30}, {2, 128, 3, 3}, 1, 1, 2},  // a 4.7 MiB copy: im2col
+      {{1, 512, 40, 30}, {2, 512, 3, 3}, 1, 1, 1},  // an 18.7 MiB copy: direct
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::PrintToString(c.x) + " * " + testing::PrintToString(c.w));
