@@ -153,6 +153,9 @@ class Kernel {
   // (1 <= step < size of r, r a window of at most 7); else 0.
   int64_t WindowStep(int u, int r) const;
   bool HasWindow() const;  // some global and reduce axis pair has a WindowStep
+  // An elementwise kernel bound by its arithmetic, not its memory traffic:
+  // it computes a transcendental (exp2, log2, sin, sqrt, pow) or divides.
+  bool ComputeBoundElementwise() const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void MergeAdjacent();
   void DropUnitAxes();

@@ -1,7 +1,8 @@
 // Hand-coded optimizations for the CPU (C renderer), in order:
 //   1. vectorize the output axis the store is contiguous along (512-bit
-//      rows for matmul-like reduces when padding to them wastes <= 1/8; a
-//      row that is no multiple of the vector is padded, the tail masked);
+//      rows for matmul-like reduces when padding to them wastes <= 1/8, and
+//      for elementwise transcendentals whose row fills them; a row that is
+//      no multiple of the vector is padded, the tail masked);
 //   2. or vectorize a reduce axis every inner load reads contiguously;
 //   3. register tiles: 2, 3 or 5 vectors per tile row, and rows along the
 //      axes that reuse a broadcast operand (output channels), up to 12
@@ -83,6 +84,12 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
           width = wide;
           wide_tiles = !HasWindow();
         }
+        // An elementwise kernel of transcendentals (SiLU, sigmoid, GELU,
+        // softmax's exp) is bound by its instructions: the widest vectors
+        // halve them, when the row fills them.
+        if (!reduce_ && wide > width && n % wide == 0 && ComputeBoundElementwise() &&
+            store->src(0)->dtype().ScalarSize() == 4)
+          width = wide;
         // A matmul-like reduce takes 2, 3 or 5 vectors per tile row (step 3):
         // round up to a vector count it can tile (17 -> 3 vectors of 8, 7 -> 8).
         int64_t vecs = (n + width - 1) / width;
@@ -249,6 +256,20 @@ int64_t Kernel::WindowStep(int u, int r) const {
     if (step < k) return step;
   }
   return 0;
+}
+
+bool Kernel::ComputeBoundElementwise() const {
+  if (reduce_) return false;
+  for (const UOp* u : Toposort(ast_)) {
+    switch (u->op()) {
+      case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kPow:
+      case Op::kRecip: case Op::kFDiv:
+        return true;
+      default:
+        break;
+    }
+  }
+  return false;
 }
 
 bool Kernel::HasWindow() const {
