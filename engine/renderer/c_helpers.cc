@@ -49,6 +49,25 @@ std::string Exp2(const std::string& name, const std::string& ty, const std::stri
       "  return (x != x) ? x : r;\n}");
 }
 
+std::string ScalarExp2(const std::string& name) {
+  return absl::StrCat(
+      "static inline float ", name, "(float x) {\n",
+      "  float c = x < -252.0f ? -252.0f : (x > 254.0f ? 254.0f : x);\n",
+      "  float n = __builtin_floorf(c + 0.5f);\n",
+      "  float f = c - n;\n",
+      "  float p = ((((1.535336188319500e-4f*f + 1.339887440266574e-3f)*f + ",
+      "9.618437357674640e-3f)*f + 5.550332471162809e-2f)*f + 2.402264791363012e-1f)*f + ",
+      "6.931472028550421e-1f;\n",
+      "  p = 1.0f + f*p;\n",
+      "  if (x != x) return x;\n",
+      "  int ni = (int)n, n1 = ni >> 1, n2 = ni - n1;\n",
+      "  unsigned b1 = (unsigned)(n1 + 127) << 23, b2 = (unsigned)(n2 + 127) << 23;\n",
+      "  float s1, s2;\n",
+      "  __builtin_memcpy(&s1, &b1, 4);\n",
+      "  __builtin_memcpy(&s2, &b2, 4);\n",
+      "  return p * s1 * s2;\n}");
+}
+
 std::string MaskedLoad(const std::string& name, const MaskedTypes& t) {
   std::string head = absl::StrCat("static inline ", t.vec, " ", name, "(const void* p, ", t.gate,
                                   " g, ", t.vec, " alt) {\n", AllLanes(t.lanes),

@@ -220,6 +220,10 @@ class CRenderer : public CStyleRenderer {
     DType t = x.dtype();
     if (x.op() == Op::kVectorize) return Vectorize(x);
     if (x.op() == Op::kGep) return absl::StrCat(E(x.src(0)), "[", x.arg().Int(), "]");
+    if (x.op() == Op::kExp2 && t.count == 1 && t.scalar == ScalarType::kFloat32) {
+      AddHelper("kiln_exp2_f32", c_helpers::ScalarExp2("kiln_exp2_f32"));
+      return absl::StrCat("kiln_exp2_f32(", E(x.src(0)), ")");
+    }
     if (t.count == 1) return CStyleRenderer::Value(x);
     auto src = [&](size_t i) { return E(x.src(i)); };
     bool is_double = t.scalar == ScalarType::kFloat64;
