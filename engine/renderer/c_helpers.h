@@ -26,9 +26,8 @@ struct MaskedTypes {
 // few ulp; denormals, 0, inf and NaN as libm). `ty` float lanes, `it` int32
 // lanes of the same count.
 std::string Exp2(const std::string& name, const std::string& ty, const std::string& it);
-// The same polynomial for one float (`name`(x)), lane for lane the vector
-// helper's result: scalar kernels (rows shorter than a vector) then need no
-// libm call either.
+// The same polynomial for one float (`name`(x)): scalar kernels (rows
+// shorter than a vector, reduce bodies) then need no libm call either.
 std::string ScalarExp2(const std::string& name);
 
 // `name`(p, g, alt): lane i is p[i] where gate g[i] is set, else alt[i]; the
