@@ -156,6 +156,8 @@ class Kernel {
   // An elementwise kernel bound by its arithmetic, not its memory traffic:
   // it computes a transcendental (exp2, log2, sin, sqrt, pow) or divides.
   bool ComputeBoundElementwise() const;
+  // Some op of the kernel is a transcendental or a division (see above).
+  bool Transcendental() const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void MergeAdjacent();
   void DropUnitAxes();

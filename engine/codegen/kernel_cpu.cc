@@ -3,7 +3,8 @@
 //      rows for matmul-like reduces when padding to them wastes <= 1/8, and
 //      for elementwise transcendentals whose row fills them; a row that is
 //      no multiple of the vector is padded, the tail masked);
-//   2. or vectorize a reduce axis every inner load reads contiguously;
+//   2. or vectorize a reduce axis every inner load reads contiguously
+//      (512-bit when the reduce computes transcendentals);
 //   3. register tiles: 2, 3 or 5 vectors per tile row, and rows along the
 //      axes that reuse a broadcast operand (output channels), up to 12
 //      accumulators (16 for 512-bit matmul tiles);
@@ -130,6 +131,13 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
         else if (st[i] != 0) ok = false;
       }
       if (!contiguous || !ok) continue;
+      // A reduce of transcendentals (a mean of SiLU, a softmax's sum of
+      // exp) is bound by its instructions: the widest vectors, when the
+      // axis fills them.
+      const int64_t wide = opts_.wide_vector_bytes / std::max(4, itemsize);
+      if (wide > width && full_shape_[i] % wide == 0 && Transcendental() &&
+          store->src(0)->dtype().ScalarSize() == 4)
+        width = wide;
       int64_t w = pick(full_shape_[i]);
       if (!w && width >= 4 && full_shape_[i] > width) {
         // A reduce over a length that is not a multiple of 4 (6625 classes):
@@ -258,8 +266,9 @@ int64_t Kernel::WindowStep(int u, int r) const {
   return 0;
 }
 
-bool Kernel::ComputeBoundElementwise() const {
-  if (reduce_) return false;
+bool Kernel::ComputeBoundElementwise() const { return !reduce_ && Transcendental(); }
+
+bool Kernel::Transcendental() const {
   for (const UOp* u : Toposort(ast_)) {
     switch (u->op()) {
       case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kPow:
