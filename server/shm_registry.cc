@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/base/status.h"
 #include "server/echo.h"
 
 namespace kiln {
@@ -162,12 +163,7 @@ absl::Status ShmRegistry::Register(const std::string& name, const std::string& k
                                                    " + byte_size ", byte_size, " overflows"));
   {
     absl::MutexLock l(&mu_);
-    if (regions_.count(name))
-      return absl::AlreadyExistsError(
-          absl::StrCat("shared-memory region '", Echo(name), "' is already registered"));
-    if (regions_.size() >= static_cast<size_t>(std::max(options_.max_regions, 0)))
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "already ", regions_.size(), " shared-memory regions registered (--shm-max-regions)"));
+    RETURN_IF_ERROR(CheckRoom(name));
   }
   int fd = shm_open(key.c_str(), O_RDWR, 0);
   if (fd < 0) {
@@ -216,13 +212,18 @@ absl::Status ShmRegistry::Register(const std::string& name, const std::string& k
   region->data_ = static_cast<char*>(map) + (offset - start);
   absl::MutexLock l(&mu_);
   // Checked again: another Register may have run while this one mapped.
+  RETURN_IF_ERROR(CheckRoom(name));
+  regions_[name] = std::move(region);
+  return absl::OkStatus();
+}
+
+absl::Status ShmRegistry::CheckRoom(const std::string& name) const {
   if (regions_.count(name))
     return absl::AlreadyExistsError(
         absl::StrCat("shared-memory region '", Echo(name), "' is already registered"));
   if (regions_.size() >= static_cast<size_t>(std::max(options_.max_regions, 0)))
     return absl::ResourceExhaustedError(absl::StrCat(
         "already ", regions_.size(), " shared-memory regions registered (--shm-max-regions)"));
-  regions_[name] = std::move(region);
   return absl::OkStatus();
 }
 

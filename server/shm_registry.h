@@ -120,6 +120,8 @@ class ShmRegistry {
 
  private:
   absl::Status CheckAllowed(const std::string& key) const;
+  // ALREADY_EXISTS for a registered name, RESOURCE_EXHAUSTED when full.
+  absl::Status CheckRoom(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ShmRegistryOptions options_;
   mutable absl::Mutex mu_;
