@@ -16,6 +16,7 @@
 #include "server/echo.h"
 #include "server/rest_json.h"
 #include "server/status_codes.h"
+#include "third_party/civetweb_tls/civetweb_tls.h"
 
 namespace kiln {
 namespace {
@@ -161,16 +162,23 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
     return absl::InvalidArgumentError("--http-threads must be in [1, 1024]");
   if (options.max_body_bytes < 1) return absl::InvalidArgumentError("--http-max-body-bytes < 1");
   if (options.max_json_bytes < 1) return absl::InvalidArgumentError("--http-max-json-bytes < 1");
-  if (options.tls_cert.empty() != options.tls_key.empty())
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty())
     return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
-  if (!options.tls_cert.empty()) return absl::UnimplementedError(kNoHttps);
+  const bool tls = !options.tls_cert_pem.empty();
+  if (tls) {
+    if (absl::Status s = CheckServerTls(options.tls_cert_pem, options.tls_key_pem); !s.ok())
+      return s;
+    if (absl::Status s = EnableCivetwebTls(); !s.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("the HTTP/REST port cannot serve HTTPS: ", s.message()));
+  }
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->options_ = options;
   s->core_ = core;
   s->metrics_ = metrics;
   std::string where = absl::StrCat(options.address, ":", options.port);
   std::vector<std::string> opts = {
-      "listening_ports",       where,
+      "listening_ports",       absl::StrCat(where, tls ? "s" : ""),  // "s": TLS only
       "num_threads",           absl::StrCat(options.num_threads),
       "request_timeout_ms",    absl::StrCat(absl::ToInt64Milliseconds(options.request_timeout)),
       "keep_alive_timeout_ms", absl::StrCat(absl::ToInt64Milliseconds(options.keep_alive_timeout)),
@@ -183,6 +191,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   mg_callbacks callbacks;
   std::memset(&callbacks, 0, sizeof(callbacks));
   callbacks.log_message = [](const mg_connection*, const char*) { return 1; };  // quiet
+  if (tls) callbacks.init_ssl = &HttpServer::InitTls;  // the certificate, from memory
   char error[256] = "";
   mg_init_data init;
   std::memset(&init, 0, sizeof(init));
@@ -201,6 +210,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   int n = mg_get_server_ports(s->ctx_, 4, ports);
   s->port_ = n > 0 ? ports[0].port : options.port;
   return s;
+}
+
+// civetweb's init_ssl: 1 = the context is set up, -1 = fail the start.
+int HttpServer::InitTls(void* ssl_ctx, void* self) {
+  const HttpServerOptions& o = static_cast<HttpServer*>(self)->options_;
+  return ConfigureServerTls(ssl_ctx, o.tls_cert_pem, o.tls_key_pem).ok() ? 1 : -1;
 }
 
 HttpServer::~HttpServer() { Stop(); }

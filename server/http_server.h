@@ -14,8 +14,9 @@
 // every absl::Status becomes the HTTP status of status_codes.h's table
 // with the body {"error": "<message>"}.
 //
-// No HTTPS: see kNoHttps; with TLS on the gRPC port, kilnd keeps this port
-// off unless told otherwise, and refuses to serve it in plain text.
+// HTTPS: with a certificate and key (kilnd's --tls-cert / --tls-key, the
+// gRPC port's) the port speaks TLS 1.2+ only; civetweb's OpenSSL 1.1 table
+// is made to work with OpenSSL 3 by //third_party/civetweb_tls.
 //
 // Limits: a body above max_body_bytes is refused with 413 before any of it
 // is read (by its Content-Length; a chunked body is read up to the limit);
@@ -46,16 +47,6 @@ struct mg_connection;
 
 namespace kiln {
 
-// Why the HTTP/REST port cannot serve HTTPS: Debian 12's civetweb 1.15
-// loads OpenSSL with dlopen through a table of OpenSSL 1.1 names; OpenSSL 3
-// has no SSL_get_peer_certificate (it became a macro), that entry stays
-// null, and civetweb calls it on every HTTPS connection (a crash).
-inline constexpr char kNoHttps[] =
-    "the HTTP/REST port cannot serve HTTPS: Debian 12's civetweb 1.15 calls OpenSSL 1.1's "
-    "SSL_get_peer_certificate, which OpenSSL 3 does not export (a null function pointer); "
-    "with --tls-cert / --tls-key the REST port stays off (--http-port=-1) and clients use "
-    "gRPC over TLS";
-
 struct HttpServerOptions {
   std::string address = "0.0.0.0";  // IPv4 address to bind
   int port = 8000;                   // 0: any free port
@@ -65,8 +56,9 @@ struct HttpServerOptions {
   // tensor data): a parsed JSON value takes ~16-32 bytes of memory per
   // value of 2 text bytes ("0,"), so it gets a bound of its own (413).
   int64_t max_json_bytes = int64_t{32} << 20;
-  // PEM files: HTTPS is not available (kNoHttps); Start refuses them.
-  std::string tls_cert, tls_key;
+  // PEM text (not paths): both set = HTTPS only. The certificate chain
+  // starts with the leaf; the key must belong to it.
+  std::string tls_cert_pem, tls_key_pem;
   absl::Duration request_timeout = absl::Seconds(30);
   absl::Duration keep_alive_timeout = absl::Seconds(5);
 };
@@ -87,12 +79,14 @@ class HttpServer {
  public:
   // Binds and serves. `core` (and `metrics`, may be null) must outlive the
   // server. UNAVAILABLE when the address cannot be bound, INVALID_ARGUMENT
-  // for bad options or TLS files.
+  // for bad options or TLS PEM text, FAILED_PRECONDITION when civetweb's
+  // TLS cannot be made to work in this process.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                            InferenceCore* core, Metrics* metrics);
   ~HttpServer();
 
   int port() const { return port_; }
+  bool tls() const { return !options_.tls_cert_pem.empty(); }
   // Cancels the inferences HTTP requests still wait for, stops accepting
   // and waits for the handlers (civetweb takes up to ~2 s to stop).
   void Stop();
@@ -100,6 +94,7 @@ class HttpServer {
  private:
   HttpServer() = default;
   static int Handle(mg_connection* conn, void* self);
+  static int InitTls(void* ssl_ctx, void* self);
   // Serves one request; returns the HTTP status sent.
   int Serve(mg_connection* conn);
 

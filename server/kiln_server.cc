@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/onnx/tensor_proto.h"
 #include "engine/realize/engine.h"
 #include "engine/runtime/device.h"
 #include "grpcpp/grpcpp.h"
@@ -21,18 +20,19 @@
 #include "server/onnx_runner.h"
 #include "server/service.h"
 #include "server/shm_registry.h"
+#include "third_party/civetweb_tls/civetweb_tls.h"
 
 namespace kiln {
 namespace {
 
 constexpr char kServiceName[] = "inference.GRPCInferenceService";
 
-absl::StatusOr<std::string> ReadPem(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// A PEM file, read with a bound (a certificate chain is a few KiB).
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  absl::StatusOr<std::string> pem = ReadFileToString(path, int64_t{1} << 20);
+  if (!pem.ok())
+    return absl::Status(pem.status().code(), absl::StrCat(flag, ": ", pem.status().message()));
+  return pem;
 }
 
 }  // namespace
@@ -155,9 +155,12 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> creds;
+  std::string cert, key;
   if (!options.tls_cert.empty()) {
-    ASSIGN_OR_RETURN(std::string cert, ReadPem(options.tls_cert));
-    ASSIGN_OR_RETURN(std::string key, ReadPem(options.tls_key));
+    ASSIGN_OR_RETURN(cert, ReadPem(options.tls_cert, "--tls-cert"));
+    ASSIGN_OR_RETURN(key, ReadPem(options.tls_key, "--tls-key"));
+    // gRPC reports bad PEM text only as a failed start; say which part.
+    RETURN_IF_ERROR(CheckServerTls(cert, key));
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
     creds = grpc::SslServerCredentials(ssl);
@@ -183,8 +186,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
     ho.max_body_bytes = options.http_max_body_bytes > 0 ? options.http_max_body_bytes
                                                         : options.max_message_bytes;
     ho.max_json_bytes = options.http_max_json_bytes;
-    ho.tls_cert = options.tls_cert;
-    ho.tls_key = options.tls_key;
+    ho.tls_cert_pem = cert;  // HTTPS with the gRPC port's certificate
+    ho.tls_key_pem = key;
     ASSIGN_OR_RETURN(im.http, HttpServer::Start(ho, im.core.get(), im.metrics.get()));
     s->http_port_ = im.http->port();
   }

@@ -75,8 +75,7 @@ int main(int argc, char** argv) {
   flags.AddInt("grpc-port", &grpc_port, "gRPC port (0: any free port)");
   flags.AddInt("http-port", &http_port,
                "HTTP/REST port, KServe v2 REST + Triton's extensions (0: any free port, -1: "
-               "off); plain HTTP only (with --tls-cert it stays off), the same bearer token as "
-               "gRPC");
+               "off); HTTPS only with --tls-cert, the same bearer token as gRPC");
   flags.AddString("http-address", &o.http_address,
                   "bind address of the HTTP/REST port (default: --address)");
   flags.AddInt("http-threads", &http_threads,
@@ -98,8 +97,8 @@ int main(int argc, char** argv) {
   flags.AddString("model-control-mode", &mode, "none (load all at start) or explicit (API)");
   flags.AddList("load-model", &o.load_models, "explicit mode: model to load at start (repeat)");
   flags.AddString("tls-cert", &o.tls_cert,
-                  "PEM server certificate (with --tls-key): gRPC over TLS; the HTTP/REST port "
-                  "has no HTTPS and then stays off (--http-port with it is refused)");
+                  "PEM server certificate chain, leaf first (with --tls-key): gRPC and "
+                  "HTTP/REST over TLS 1.2+ only (read at start, at most 1 MiB)");
   flags.AddString("tls-key", &o.tls_key, "PEM private key (with --tls-cert)");
   flags.AddString("auth-token-file", &auth_file,
                   "require 'authorization: Bearer <token>' on the inference RPCs and the "
@@ -202,14 +201,6 @@ int main(int argc, char** argv) {
   o.grpc_port = static_cast<int>(grpc_port);
   o.metrics_port = static_cast<int>(metrics_port);
   o.http_port = static_cast<int>(http_port);
-  // No HTTPS on the REST port (kiln::kNoHttps): with TLS it stays off by
-  // default, and asking for it explicitly is an error (never plain text
-  // next to a TLS gRPC port).
-  if (!o.tls_cert.empty() && o.http_port >= 0) {
-    if (flags.IsSet("http-port")) return Fail(kiln::kNoHttps);
-    std::fprintf(stderr, "kilnd: warning: HTTP/REST off: %s\n", kiln::kNoHttps);
-    o.http_port = -1;
-  }
   o.http_threads = static_cast<int>(http_threads);
   o.http_max_body_bytes = http_max_body;
   o.http_max_json_bytes = http_max_json;
@@ -263,7 +254,8 @@ int main(int argc, char** argv) {
                          .c_str()
                    : "(off)");
   if ((*server)->http_port() >= 0)
-    std::fprintf(stderr, "kilnd: serving HTTP/REST on http://%s:%d%s\n",  // never TLS
+    std::fprintf(stderr, "kilnd: serving HTTP/REST on %s://%s:%d%s\n",
+                 o.tls_cert.empty() ? "http" : "https",
                  (o.http_address.empty() ? o.address : o.http_address).c_str(),
                  (*server)->http_port(), o.auth_token.empty() ? "" : " (bearer auth)");
   if (!o.shm_allow.empty())

@@ -6,8 +6,9 @@ model configuration and statistics extensions. No kiln client code is used.
 kilnd processes: `main` (explicit model control, a memory limit for
 RESOURCE_EXHAUSTED), `secure` (bearer token, control mode none),
 `slow_loads` (a load timeout so short that a load fails with
-DEADLINE_EXCEEDED), and two with TLS (the REST port has no HTTPS: kilnd
-refuses --http-port with --tls-cert, and leaves it off by default).
+DEADLINE_EXCEEDED), and one with TLS (HTTPS on the REST port with the gRPC
+port's certificate: Python's ssl and curl verify it, plain HTTP gets no
+answer).
 """
 
 import http.client
@@ -15,6 +16,8 @@ import json
 import os
 import shutil
 import signal
+import socket
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -532,23 +535,49 @@ class AuthAndTlsHttpTest(unittest.TestCase):
         self.assertEqual(code, 504, data)
         self.assertIn("error", as_json(data))
 
-    def test_no_plain_http_next_to_tls(self):
+    def test_https(self):
         cert, key = os.path.join(self.tmp, "cert.pem"), os.path.join(self.tmp, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                        "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
-                       check=True, capture_output=True)
+                        "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True)
         tls = ["--model-repository=" + self.repo, "--tls-cert=" + cert, "--tls-key=" + key]
-        # Asked for explicitly (Kilnd passes --http-port=0): kilnd refuses to start.
-        with self.assertRaises(RuntimeError) as e:
-            Kilnd(self.tmp, "tls_http", tls)
-        self.assertIn("cannot serve HTTPS", str(e.exception))
-        # Not asked for (the default 8000): the REST port is off, with a warning.
-        k = Kilnd(self.tmp, "tls_default", tls, http_port_flag=False)
-        self.assertEqual(k.http_port, -1)
-        self.assertEqual(k.stop(), 0)
-        with open(k.log_path) as f:
-            self.assertIn("warning: HTTP/REST off", f.read())
-
+        k = Kilnd(self.tmp, "tls", tls)
+        try:
+            with open(k.log_path) as f:
+                self.assertIn(f"serving HTTP/REST on https://127.0.0.1:{k.http_port}", f.read())
+            context = ssl.create_default_context(cafile=cert)
+            conn = http.client.HTTPSConnection("localhost", k.http_port, timeout=30,
+                                               context=context)
+            one = [1.0] * 16
+            for _ in range(2):  # keep-alive over TLS: one handshake, two requests
+                code, _, data = call(k.http_port, "POST", "/v2/models/simple/infer",
+                                     infer_body(one, one, 1), conn=conn)
+                self.assertEqual(code, 200, data)
+                out = {o["name"]: o for o in as_json(data)["outputs"]}
+                self.assertEqual(out["OUTPUT0"]["data"], [2.0] * 16)
+            self.assertIsInstance(conn.sock, ssl.SSLSocket)
+            self.assertIn(conn.sock.version(), ("TLSv1.2", "TLSv1.3"))
+            conn.close()
+            # curl verifies the certificate too.
+            out = subprocess.run(["curl", "-s", "--cacert", cert, "-w", "%{http_code}",
+                                  f"https://localhost:{k.http_port}/v2/health/ready"],
+                                 capture_output=True, text=True)
+            self.assertEqual(out.stdout, "200", out.stderr)
+            # ...and refuses it without the CA.
+            out = subprocess.run(["curl", "-s", "-o", "/dev/null",
+                                  f"https://localhost:{k.http_port}/v2/health/ready"])
+            self.assertNotEqual(out.returncode, 0)
+            # Plain HTTP on the TLS port gets no HTTP answer.
+            with socket.create_connection(("127.0.0.1", k.http_port), timeout=10) as sock:
+                sock.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+                try:
+                    reply = sock.recv(4096)
+                except (ConnectionResetError, socket.timeout):
+                    reply = b""
+                self.assertFalse(reply.startswith(b"HTTP/1.1 200"), reply)
+        finally:
+            self.assertEqual(k.stop(), 0)
 
 if __name__ == "__main__":
     unittest.main()

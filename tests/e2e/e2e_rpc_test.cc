@@ -257,7 +257,7 @@ TEST(E2eAuthTest, BearerTokenAndTls) {
   ASSERT_EQ(rc, 0) << "openssl could not make a test certificate";
   auto repo = MakeRepo("auth_repo", {});
   ASSERT_TRUE(repo.ok());
-  // --http-port=-1: the REST port has no HTTPS (kiln::kNoHttps; e2e_http_test).
+  // --http-port=-1: HTTPS on the REST port is e2e_http_test's.
   auto p = KilnProcess::Start(kKilnd, {"--model-repository=" + *repo, "--auth-token=t0ken",
                                        "--tls-cert=" + cert, "--tls-key=" + key,
                                        "--http-port=-1"});
