@@ -11,6 +11,7 @@
 #include "engine/onnx/graph_check.h"
 #include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/ops_common.h"
+#include "engine/onnx/prepack.h"
 #include "engine/onnx/tensor_proto.h"
 
 namespace kiln {
@@ -131,6 +132,7 @@ absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::LoadFromBytesChecked(
   if (!m->proto_->ParseFromString(bytes))
     return absl::InvalidArgumentError("not a valid ONNX model (ModelProto parse failed)");
   RETURN_IF_ERROR(engine->GetDevice(device).status());
+  m->prepacked_ = PrepackWeights(m->proto_.get());  // layouts for faster kernels, once
   RETURN_IF_ERROR(m->Init(base_dir));
   return m;
 }

@@ -62,6 +62,8 @@ class OnnxModel {
   const OpsetMap& opsets() const { return opsets_; }
   int64_t ir_version() const { return ir_version_; }
   const std::string& device() const { return device_; }
+  // Initializers whose layout the load changed (prepack.h).
+  int prepacked() const { return prepacked_; }
 
   // Builds the graph for `inputs` (one per inputs(), in order; dtypes and
   // static dims must match) and returns the unrealized outputs.
@@ -85,6 +87,7 @@ class OnnxModel {
   std::unique_ptr<onnx::ModelProto> proto_;
   OpsetMap opsets_;
   int64_t ir_version_ = 0;
+  int prepacked_ = 0;
   std::vector<ValueInfo> inputs_, outputs_;
   Scope weights_;
   std::map<std::string, const onnx::FunctionProto*> functions_;

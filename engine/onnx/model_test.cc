@@ -140,6 +140,42 @@ TEST(OnnxModelTest, DynamicDimsAndConstantWeights) {
 }
 
 // A declared scalar accepts shape [1] (as onnxruntime does), not [2] or [1,1].
+// Gemm(transB = 1) of an initializer weight: stored transposed at load
+// (prepack.h) with the same results; a weight also read elsewhere, or held
+// as float_data, follows the same rules.
+TEST(OnnxModelTest, GemmWeightsArePrepackedAtLoad) {
+  std::vector<double> w = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // (N 3, K 4)
+  std::vector<float> x = {1, 0, -1, 2, 0.5f, 1, 1, -2};            // (2, 4)
+  std::vector<double> want;  // x . w^T + bias
+  for (int i = 0; i < 2; ++i)
+    for (int n = 0; n < 3; ++n) {
+      double acc = 10 * (n + 1);
+      for (int k = 0; k < 4; ++k) acc += x[i * 4 + k] * w[n * 4 + k];
+      want.push_back(acc);
+    }
+  for (int variant = 0; variant < 3; ++variant) {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2, 4}).Output("y");
+    b.Init("w", HostTensor::FromDoubles(w, {3, 4}, dtypes::kFloat32));
+    b.Init("bias", HostTensor::FromDoubles({10, 20, 30}, {3}, dtypes::kFloat32));
+    if (variant == 2) {  // the weight as float_data instead of raw_data
+      TensorProto* t = b.proto().mutable_graph()->mutable_initializer(0);
+      t->clear_raw_data();
+      for (double v : w) t->add_float_data(static_cast<float>(v));
+    }
+    AttrInt(b.Node("Gemm", {"x", "w", "bias"}, {variant == 1 ? "g" : "y"}), "transB", 1);
+    if (variant == 1) {  // w read by another node too: left as it is
+      b.Output("w_sum");
+      b.Node("Identity", {"g"}, {"y"});
+      b.Node("ReduceSum", {"w"}, {"w_sum"});
+    }
+    auto m = Load(b);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->prepacked(), variant == 1 ? 0 : 1) << variant;
+    ExpectNear(RunOne(*m, {F(x, {2, 4})}), want);
+  }
+}
+
 TEST(OnnxModelTest, ScalarInputsMayComeAsShapeOne) {
   Builder b;
   b.Input("s", TensorProto::FLOAT, {}).Input("x", TensorProto::FLOAT, {2}).Output("y");

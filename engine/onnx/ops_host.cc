@@ -1,7 +1,7 @@
 // Operators whose work is decided by data values, computed on the host from
 // their inputs' values (read back when they are not host values already):
-// Unique, NonMaxSuppression, TfIdfVectorizer, and the sampling weights of
-// RoiAlign (the pooling itself is a matmul on the device).
+// Unique, NonMaxSuppression, TfIdfVectorizer, and the sampling taps of
+// RoiAlign (the pooling itself is a gather or a matmul on the device).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -200,41 +200,48 @@ absl::Status TfIdfOp(OpContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status RoiAlignOp(OpContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckInputs(3, 3));
-  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
-  ASSIGN_OR_RETURN(HostTensor rois, ctx.Static(1));
-  ASSIGN_OR_RETURN(Tensor batch_idx, ctx.In(2));
-  if (x.ndim() != 4 || rois.ndim() != 2 || rois.shape[1] != 4)
-    return Invalid("X must be (N, C, H, W) and rois (R, 4)");
-  if (ctx.Str("mode", "avg") != "avg") return Unsupported("only mode 'avg' is supported");
-  bool half_pixel = ctx.opset() >= 16 &&
-                    ctx.Str("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-  int64_t ph = ctx.Int("output_height", 1), pw = ctx.Int("output_width", 1);
-  int64_t ratio = ctx.Int("sampling_ratio", 0);
-  double scale = ctx.Float("spatial_scale", 1.0f);
-  int64_t h = x.dim(2), w = x.dim(3), r_count = rois.shape[0];
-  if (ph <= 0 || pw <= 0) return Invalid("output_height / output_width must be positive");
-  if (!CheckedNumel({r_count, ph, pw, h, w}, int64_t{1} << 28, "the RoiAlign sampling weights")
-           .ok())
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the sampling weights of ", r_count, " rois of ", ph, "x", pw, " over ", h, "x", w,
-        " are too large (more than 2^28)"));
-  double offset = half_pixel ? 0.5 : 0.0;
-  std::vector<double> wt(r_count * ph * pw * h * w, 0.0);
+// RoiAlign's bilinear taps: for each output bin (roi r, bin p), the input
+// positions (y * w + x) its samples read and their summed weights. A bin of
+// a gh x gw sampling grid reads at most 4 * gh * gw positions (fewer after
+// merging), usually far fewer than the h * w of the map.
+struct RoiTaps {
+  std::vector<int64_t> start;  // bin b's taps are [start[b], start[b + 1])
+  std::vector<int64_t> pos;
+  std::vector<double> weight;
+  int64_t max_taps = 0;  // the most taps of any bin
+};
+
+// Taps held on the host at most (16 bytes each, 1 GiB).
+constexpr size_t kMaxRoiTaps = size_t{1} << 26;
+
+absl::StatusOr<RoiTaps> RoiAlignTaps(const OpContext& ctx, const HostTensor& rois, int64_t ph,
+                                     int64_t pw, int64_t h, int64_t w, bool half_pixel) {
+  const int64_t ratio = ctx.Int("sampling_ratio", 0), r_count = rois.shape[0];
+  const double scale = ctx.Float("spatial_scale", 1.0f);
+  const double offset = half_pixel ? 0.5 : 0.0;
+  RoiTaps taps;
+  taps.start.reserve(r_count * ph * pw + 1);
+  std::vector<double> scratch(h * w, 0.0);  // one bin's weights by position
+  std::vector<char> seen(h * w, 0);
+  std::vector<int64_t> touched;
   for (int64_t r = 0; r < r_count; ++r) {
     double x0 = rois.GetDouble(r * 4) * scale - offset, y0 = rois.GetDouble(r * 4 + 1) * scale - offset;
     double x1 = rois.GetDouble(r * 4 + 2) * scale - offset, y1 = rois.GetDouble(r * 4 + 3) * scale - offset;
     double rw = x1 - x0, rh = y1 - y0;
     if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
     double bh = rh / static_cast<double>(ph), bw = rw / static_cast<double>(pw);
-    int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(ph)));
-    int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(pw)));
-    if (gh > 4096 || gw > 4096) return Invalid("roi sampling grid too large");
+    double gh_d = ratio > 0 ? static_cast<double>(ratio) : std::ceil(rh / static_cast<double>(ph));
+    double gw_d = ratio > 0 ? static_cast<double>(ratio) : std::ceil(rw / static_cast<double>(pw));
+    if (!(gh_d <= 4096) || !(gw_d <= 4096)) return Invalid("roi sampling grid too large");
+    int64_t gh = static_cast<int64_t>(gh_d), gw = static_cast<int64_t>(gw_d);
     double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t py = 0; py < ph; ++py)
       for (int64_t px = 0; px < pw; ++px) {
-        double* row = &wt[((r * ph + py) * pw + px) * h * w];
+        taps.start.push_back(static_cast<int64_t>(taps.pos.size()));
+        auto add = [&](int64_t at, double v) {
+          if (!seen[at]) touched.push_back(at), seen[at] = 1;
+          scratch[at] += v;
+        };
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix) {
             double y = y0 + static_cast<double>(py) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
@@ -249,19 +256,89 @@ absl::Status RoiAlignOp(OpContext& ctx) {
             else xh2 = xl + 1;
             double ly = y - static_cast<double>(yl), lx = xx - static_cast<double>(xl);
             double hy = 1 - ly, hx = 1 - lx;
-            row[yl * w + xl] += hy * hx / count;
-            row[yl * w + xh2] += hy * lx / count;
-            row[yh2 * w + xl] += ly * hx / count;
-            row[yh2 * w + xh2] += ly * lx / count;
+            add(yl * w + xl, hy * hx / count);
+            add(yl * w + xh2, hy * lx / count);
+            add(yh2 * w + xl, ly * hx / count);
+            add(yh2 * w + xh2, ly * lx / count);
           }
+        for (int64_t at : touched) {
+          taps.pos.push_back(at);
+          taps.weight.push_back(scratch[at]);
+          scratch[at] = 0.0;
+          seen[at] = 0;
+        }
+        taps.max_taps = std::max<int64_t>(taps.max_taps, static_cast<int64_t>(touched.size()));
+        touched.clear();
+        if (taps.pos.size() > kMaxRoiTaps)
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "the RoiAlign sampling taps of ", r_count, " rois of ", ph, "x", pw,
+              " bins are too many (more than ", kMaxRoiTaps, ")"));
       }
   }
-  HostTensor wh = HostTensor::FromDoubles(wt, {r_count, ph * pw, h * w}, x.dtype());
+  taps.start.push_back(static_cast<int64_t>(taps.pos.size()));
+  return taps;
+}
+
+// RoiAlign (mode avg) as a weighted sum of bilinear taps. Few taps per bin
+// (the usual case: a 2x2 sampling grid reads at most 16 positions of a
+// map of hundreds): each bin gathers its taps from the map in channels-last
+// order, O(rois x bins x taps x C). Otherwise a matmul of the map with the
+// dense (bins x h * w) weights, O(rois x bins x h * w x C).
+absl::Status RoiAlignOp(OpContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckInputs(3, 3));
+  ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
+  ASSIGN_OR_RETURN(HostTensor rois, ctx.Static(1));
+  ASSIGN_OR_RETURN(Tensor batch_idx, ctx.In(2));
+  if (x.ndim() != 4 || rois.ndim() != 2 || rois.shape[1] != 4)
+    return Invalid("X must be (N, C, H, W) and rois (R, 4)");
+  if (ctx.Str("mode", "avg") != "avg") return Unsupported("only mode 'avg' is supported");
+  if (batch_idx.ndim() != 1 || batch_idx.dim(0) != rois.shape[0])
+    return Invalid("batch_indices must be (R) for rois (R, 4)");
+  bool half_pixel = ctx.opset() >= 16 &&
+                    ctx.Str("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  int64_t ph = ctx.Int("output_height", 1), pw = ctx.Int("output_width", 1);
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), r_count = rois.shape[0];
+  if (ph <= 0 || pw <= 0) return Invalid("output_height / output_width must be positive");
+  if (!CheckedNumel({r_count, ph, pw, h, w}, int64_t{1} << 28, "the RoiAlign sampling weights")
+           .ok())
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the sampling weights of ", r_count, " rois of ", ph, "x", pw, " over ", h, "x", w,
+        " are too large (more than 2^28)"));
+  ASSIGN_OR_RETURN(RoiTaps taps, RoiAlignTaps(ctx, rois, ph, pw, h, w, half_pixel));
+  const int64_t bins = r_count * ph * pw, hw = h * w;
+  if (taps.max_taps * 2 <= hw) {
+    // Sparse: bin b reads positions pos[b, t] (padded with weight 0).
+    const int64_t s = std::max<int64_t>(taps.max_taps, 1);
+    std::vector<int64_t> pos(bins * s, 0);
+    std::vector<double> wt(bins * s, 0.0);
+    for (int64_t b = 0; b < bins; ++b)
+      for (int64_t t = taps.start[b]; t < taps.start[b + 1]; ++t) {
+        pos[b * s + (t - taps.start[b])] = taps.pos[t];
+        wt[b * s + (t - taps.start[b])] = taps.weight[t];
+      }
+    Tensor at = HostTensor::FromInt64s(pos, {r_count, ph * pw, s}).ToTensor(ctx.engine(), ctx.device());
+    Tensor weights = HostTensor::FromDoubles(wt, {r_count, ph * pw, s, 1}, x.dtype())
+                         .ToTensor(ctx.engine(), ctx.device());
+    // Rows of the channels-last map (N * H * W, C); roi r reads image batch[r].
+    Tensor b = batch_idx.Cast(dtypes::kInt64);
+    b = Tensor::Where(b.Lt(b.Scalar(0)), b + static_cast<double>(n), b);
+    Tensor rows = b.Reshape({r_count, 1, 1}) * static_cast<double>(hw) + at;
+    Tensor xt = x.Reshape({n, c, hw}).Permute({0, 2, 1}).Contiguous().Reshape({n * hw, c});
+    Tensor y = (xt.IndexSelect(0, rows) * weights).Sum({2});  // (R, P, C)
+    // Copied to (R, C, P): its consumers read rows of C x P (a flatten).
+    ctx.Set(0, y.Permute({0, 2, 1}).Contiguous().Reshape({r_count, c, ph, pw}));
+    return absl::OkStatus();
+  }
+  std::vector<double> wt(bins * hw, 0.0);
+  for (int64_t bin = 0; bin < bins; ++bin)
+    for (int64_t t = taps.start[bin]; t < taps.start[bin + 1]; ++t)
+      wt[bin * hw + taps.pos[t]] = taps.weight[t];
+  HostTensor wh = HostTensor::FromDoubles(wt, {r_count, ph * pw, hw}, x.dtype());
   Tensor weights = Tensor::FromData(ctx.engine(), wh.data.data(), wh.data.size(), wh.shape,
                                     x.dtype(), ctx.device());
-  Tensor xb = x.Reshape({x.dim(0), x.dim(1), h * w}).IndexSelect(0, batch_idx);  // (R, C, HW)
-  Tensor y = xb.Matmul(weights.Transpose(-1, -2));                                 // (R, C, P)
-  ctx.Set(0, y.Reshape({r_count, x.dim(1), ph, pw}));
+  Tensor xb = x.Reshape({n, c, hw}).IndexSelect(0, batch_idx);  // (R, C, HW)
+  Tensor y = xb.Matmul(weights.Transpose(-1, -2));             // (R, C, P)
+  ctx.Set(0, y.Reshape({r_count, c, ph, pw}));
   return absl::OkStatus();
 }
 

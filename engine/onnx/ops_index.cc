@@ -1,6 +1,8 @@
 // Indexing operators: Gather, GatherElements, GatherND, ScatterElements,
 // Scatter, ScatterND, OneHot, TopK. Scatters are built from one-hot
-// comparisons against an iota, selects and reductions.
+// comparisons against an iota, selects and reductions; scatters of whole
+// rows without a reduction (ScatterND, ScatterElements of an index repeated
+// along the row) find each row's update and load it (ScatterRows).
 #include "engine/onnx/ops_common.h"
 
 namespace kiln {
@@ -115,6 +117,23 @@ absl::StatusOr<Tensor> ScatterReduce(const std::string& reduction, const Tensor&
   return Invalid(absl::StrCat("unknown reduction '", reduction, "'"));
 }
 
+// Scatter of whole rows, reduction none: flat (p, nrest) data, update i
+// (row i of upd (m, nrest)) lands at row lin[i] (int64, already wrapped;
+// out-of-range rows are dropped). src[q], the last update writing row q or
+// -1 (duplicates are undefined in ONNX; the last wins, as a sequential
+// loop), takes O(m x p) compares; the rows are one indexed load, O(p x
+// nrest), not a select over m x p x nrest.
+Tensor ScatterRows(const OpContext& ctx, const Tensor& flat, const Tensor& lin, const Tensor& upd) {
+  const int64_t m = lin.numel(), p = flat.dim(0), nrest = flat.dim(1);
+  Tensor order = Iota(ctx, m, 2, 0);  // (m, 1)
+  Tensor src = Tensor::Where(lin.Reshape({m, 1}).Eq(Iota(ctx, p, 2, 1)), order, order.Scalar(-1))
+                   .Max({0})
+                   .Contiguous();  // (p): computed once, not inside the row loads
+  Tensor took = src.Ge(src.Scalar(0));
+  Tensor rows = upd.Reshape({m, nrest}).IndexSelect(0, Tensor::Where(took, src, src.ZerosLike()));
+  return Tensor::Where(took.Reshape({p, 1}), rows.Cast(flat.dtype()), flat);
+}
+
 absl::Status ScatterElementsOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(3, 3));
   ASSIGN_OR_RETURN(Tensor data, ctx.In(0));
@@ -131,6 +150,29 @@ absl::Status ScatterElementsOp(OpContext& ctx) {
     if (idx.dim(static_cast<int>(d)) > data.dim(static_cast<int>(d)))
       return Invalid("indices are larger than the data outside the axis");
     pads[d] = {0, data.dim(static_cast<int>(d)) - idx.dim(static_cast<int>(d))};
+  }
+  // An index repeated along every other axis over whole rows (torchvision's
+  // merge of RoiAlign levels: scatter(0, index.expand(m, C, H, W), rows))
+  // moves whole rows: the row scatter.
+  std::vector<int64_t> others;
+  bool whole_rows = ctx.Str("reduction", "none") == "none";
+  for (int64_t d = 0; d < r; ++d)
+    if (d != axis) {
+      others.push_back(d);
+      whole_rows &= idx.dim(static_cast<int>(d)) == data.dim(static_cast<int>(d));
+    }
+  if (whole_rows && idx.numel() > 0 && idx.RepeatsAlong(others)) {
+    const int64_t m = idx.dim(static_cast<int>(axis));
+    Pads first(r, {0, 1});
+    first[axis] = {0, m};
+    Tensor lin = Wrap(idx.Shrink(first), n).Reshape({m});
+    Tensor rows_in = data.Transpose(0, axis);  // rows along the axis
+    Tensor upd_rows = upd.Transpose(0, axis);
+    Shape moved = rows_in.shape();
+    int64_t nrest = rows_in.numel() / std::max<int64_t>(n, 1);
+    Tensor out = ScatterRows(ctx, rows_in.Reshape({n, nrest}), lin, upd_rows.Reshape({m, nrest}));
+    ctx.Set(0, out.Reshape(moved).Transpose(0, axis));
+    return absl::OkStatus();
   }
   // (..., u at axis, n at axis+1, ...): update u lands at position n.
   Tensor onehot = Wrap(idx, n).Unsqueeze(axis + 1).Eq(Iota(ctx, n, r + 1, axis + 1));
@@ -171,12 +213,16 @@ absl::Status ScatterNdOp(OpContext& ctx) {
                     static_cast<double>(stride);
   }
   int64_t nrest = kiln::Prod(rest);
+  const std::string reduction = ctx.Str("reduction", "none");
+  if (reduction == "none") {
+    ctx.Set(0, ScatterRows(ctx, data.Reshape({p, nrest}), lin, upd.Reshape({m, nrest})).Reshape(ds));
+    return absl::OkStatus();
+  }
   // onehot (m, p, 1): update m lands at flat position p.
   Tensor onehot = lin.Reshape({m, 1, 1}).Eq(Iota(ctx, p, 3, 1));
   Tensor u = upd.Reshape({m, 1, nrest});
   Tensor flat = data.Reshape({p, nrest});
-  ASSIGN_OR_RETURN(Tensor out, ScatterReduce(ctx.Str("reduction", "none"), flat, onehot, u, 0,
-                                             Pads(2, {0, 0})));
+  ASSIGN_OR_RETURN(Tensor out, ScatterReduce(reduction, flat, onehot, u, 0, Pads(2, {0, 0})));
   ctx.Set(0, out.Reshape(ds));
   return absl::OkStatus();
 }

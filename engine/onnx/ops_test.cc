@@ -147,6 +147,80 @@ TEST(OnnxOpsTest, MaxRoiPool) {
              {6, 8, 14, 16, 6, 7, 10, 11});
 }
 
+// RoiAlign (mode avg) computed directly: each bin averages the bilinear
+// samples of its grid (ONNX's reference semantics).
+std::vector<double> RoiAlignReference(const std::vector<float>& x, Shape xs,
+                                      const std::vector<float>& rois,
+                                      const std::vector<int64_t>& batch, int64_t ph, int64_t pw,
+                                      int64_t ratio, double scale, bool half_pixel) {
+  const int64_t c_n = xs[1], h = xs[2], w = xs[3];
+  std::vector<double> out;
+  for (size_t r = 0; r < batch.size(); ++r) {
+    const double off = half_pixel ? 0.5 : 0;
+    double x0 = rois[r * 4] * scale - off, y0 = rois[r * 4 + 1] * scale - off;
+    double rw = rois[r * 4 + 2] * scale - off - x0, rh = rois[r * 4 + 3] * scale - off - y0;
+    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    const int64_t gh = ratio, gw = ratio;
+    for (int64_t c = 0; c < c_n; ++c)
+      for (int64_t py = 0; py < ph; ++py)
+        for (int64_t px = 0; px < pw; ++px) {
+          double sum = 0;
+          for (int64_t iy = 0; iy < gh; ++iy)
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              double y = y0 + (py + (iy + 0.5) / gh) * rh / ph;
+              double xx = x0 + (px + (ix + 0.5) / gw) * rw / pw;
+              if (y < -1 || y > h || xx < -1 || xx > w) continue;
+              y = std::min(std::max(y, 0.0), double(h - 1));
+              xx = std::min(std::max(xx, 0.0), double(w - 1));
+              int64_t y1 = int64_t(y), x1 = int64_t(xx);
+              int64_t y2 = std::min(y1 + 1, h - 1), x2 = std::min(x1 + 1, w - 1);
+              double ly = y - y1, lx = xx - x1;
+              auto at = [&](int64_t yy, int64_t xv) {
+                return double(x[((batch[r] * c_n + c) * h + yy) * w + xv]);
+              };
+              sum += (1 - ly) * (1 - lx) * at(y1, x1) + (1 - ly) * lx * at(y1, x2) +
+                     ly * (1 - lx) * at(y2, x1) + ly * lx * at(y2, x2);
+            }
+          out.push_back(sum / double(gh * gw));
+        }
+  }
+  return out;
+}
+
+// RoiAlign gathers the few taps of each bin from a large map, and multiplies
+// by dense weights when the map is so small that taps cover it; both agree
+// with the direct computation.
+TEST(OnnxOpsTest, RoiAlignGatherAndDenseForms) {
+  for (Shape xs : {Shape{2, 3, 9, 11}, Shape{2, 3, 2, 2}}) {
+    std::vector<float> x(Prod(xs));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * double(i)) * 3;
+    std::vector<float> rois = {0.5f, 1.0f, 6.0f, 7.5f,  2.0f, 0.0f, 9.0f, 3.0f,
+                               -1.0f, -1.0f, 4.0f, 12.0f, 1.0f, 1.0f, 1.5f, 1.5f};
+    std::vector<int64_t> batch = {1, 0, 1, 0};
+    for (bool half : {false, true}) {
+      auto got = V(NodeModel("RoiAlign", 3, 1, half ? 16 : 10)
+                       .Int("output_height", 3)
+                       .Int("output_width", 2)
+                       .Int("sampling_ratio", 2)
+                       .Float("spatial_scale", 0.75f)
+                       .Run({F(x, xs), F(rois, {4, 4}), I64(batch, {4})}));
+      ExpectNear(got, RoiAlignReference(x, xs, rois, batch, 3, 2, 2, 0.75, half), 1e-4);
+    }
+  }
+}
+
+// ScatterND without a reduction: rows land at their indices, the last of
+// duplicate indices wins (as a sequential loop), others pass through.
+TEST(OnnxOpsTest, ScatterNdRowsAndDuplicates) {
+  ExpectNear(V(NodeModel("ScatterND", 3, 1).Run({F({0, 0, 0, 0}, {4}), I64({1, 1, 3}, {3, 1}),
+                                                 F({5, 7, 9}, {3})})),
+             {0, 7, 0, 9});
+  ExpectNear(V(NodeModel("ScatterND", 3, 1).Run({F({1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4}, {4, 3}),
+                                                 I64({2, -4}, {2, 1}),
+                                                 F({10, 11, 12, 20, 21, 22}, {2, 3})})),
+             {20, 21, 22, 2, 2, 2, 10, 11, 12, 4, 4, 4});
+}
+
 TEST(OnnxOpsTest, RandomOps) {
   auto u1 = V(NodeModel("RandomUniform", 0, 1).Ints("shape", {1000}).Float("low", 2)
                   .Float("high", 3).Float("seed", 7).Run({}));

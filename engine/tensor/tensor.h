@@ -220,6 +220,10 @@ class Tensor {
   Tensor Reshape(Shape shape) const;  // one dim may be -1
   Tensor Permute(std::vector<int64_t> order) const;
   Tensor Expand(Shape shape) const;    // -1 keeps a dim; may prepend dims
+  // True when this is a view that repeats its values along every axis of
+  // `axes` (an Expand: stride 0, unmasked), so any one slice along them
+  // holds all its values. False when unknown (a computed value).
+  bool RepeatsAlong(const std::vector<int64_t>& axes) const;
   Tensor Pad(const Pads& pads, double value = 0) const;  // negative pads shrink
   Tensor Shrink(const Pads& bounds) const;
   // `size` elements of dim `axis` from the symbolic index `start` on: an

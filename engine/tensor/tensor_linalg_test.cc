@@ -156,6 +156,23 @@ TEST_P(LinalgTest, MatmulCopiesAnOperandOfStackedViews) {
   Check(r, RefBmm(m, w, 1, s, h * d, n));
 }
 
+// A long reduction (K >= 4096, M and N >= 32) is reduced in chunks of K
+// (partial sums realized, then summed: two kernels); a K with no chunking
+// into multiples of 16 stays one kernel. Both match the naive product.
+TEST_P(LinalgTest, MatmulSplitsALongReduction) {
+  for (int64_t k : {4096, 4100}) {
+    const int64_t m = 32, n = 33;
+    std::vector<float> x = Grid(m * k, 7), w = Grid(k * n, 8);
+    Tensor a = T(x, {m, k}), b = T(w, {k, n});
+    ASSERT_TRUE(Tensor::RealizeAll({&a, &b}).ok());
+    Tensor r = a.Matmul(b);
+    uint64_t before = e->stats().kernels_run;
+    ASSERT_TRUE(r.Realize().ok()) << r.status();
+    EXPECT_EQ(e->stats().kernels_run - before, k == 4096 ? 2u : 1u) << "K " << k;
+    Check(r, RefBmm(x, w, 1, m, k, n));
+  }
+}
+
 TEST_P(LinalgTest, MatmulDtypesAndLinear) {
   Tensor a = Tensor::FromVector<int32_t>(e, {1, 2, 3, 4, 5, 6}, {2, 3}, dtypes::kInt32, dev);
   Tensor b = Tensor::FromVector<int32_t>(e, {1, -1, 2, 0, 0, 3}, {3, 2}, dtypes::kInt32, dev);

@@ -1,5 +1,6 @@
 // Composite math built from the primitives: transcendental functions,
 // activations, rounding, division variants, softmax, matmul, norms.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,12 @@
 
 namespace kiln {
 namespace {
+
+// Matmuls with K at least this long (and M, N at least 32) reduce K in
+// chunks of at most kSplitKChunk (see Matmul).
+constexpr int64_t kSplitKMin = 4096;
+constexpr int64_t kSplitKChunk = 1024;
+
 Tensor F(const Tensor& t) { return t.dtype().IsFloat() ? t : t.Cast(dtypes::kFloat32); }
 }  // namespace
 
@@ -211,6 +218,24 @@ Tensor Tensor::Matmul(const Tensor& o) const {
         *this, absl::InvalidArgumentError(absl::StrCat("matmul: shapes ", ShapeStr(shape()),
                                                        " and ", ShapeStr(o.shape()),
                                                        " do not align")));
+  // Split K: a long reduction whose operands both overflow the cache (a
+  // box head's 150 x 12544 features times 12544 x 1024 weights) streams one
+  // of them from memory again for every tile of the other. Chunks of K
+  // reduced first (partial sums (chunks, M, N), realized) keep a chunk of
+  // each operand in cache; summing the chunks costs chunks x M x N.
+  const int64_t m = a.shape()[a.ndim() - 2], n = b.shape().back();
+  if (a.ndim() == 2 && b.ndim() == 2 && k >= kSplitKMin && std::min(m, n) >= 32 &&
+      a.dtype() == dtypes::kFloat32 && b.dtype() == dtypes::kFloat32) {
+    // The fewest chunks of at most kSplitKChunk, a multiple of 16 each.
+    int64_t chunks = (k + kSplitKChunk - 1) / kSplitKChunk;
+    while (chunks <= k / 256 && (k % chunks != 0 || (k / chunks) % 16 != 0)) ++chunks;
+    if (chunks <= k / 256 && chunks > 1) {
+      const int64_t kc = k / chunks;
+      Tensor ac = a.Reshape({m, chunks, kc}).Permute({1, 0, 2}).Unsqueeze(2);  // (c, M, 1, kc)
+      Tensor bc = b.Reshape({chunks, kc, n}).Transpose(-1, -2).Unsqueeze(1);   // (c, 1, N, kc)
+      return (ac * bc).Sum({-1}).Contiguous().Sum({0});
+    }
+  }
   // a (..., M, K) -> (..., M, 1, K);  b (..., K, N) -> (..., 1, N, K)
   Tensor a3 = a.Unsqueeze(-2);
   Tensor b3 = b.Transpose(-1, -2).Unsqueeze(-3);

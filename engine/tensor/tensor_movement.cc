@@ -98,6 +98,19 @@ Tensor Tensor::Permute(std::vector<int64_t> order) const {
   return ViewOp([&](const ShapeTracker& s) { return s.Permute(o); });
 }
 
+bool Tensor::RepeatsAlong(const std::vector<int64_t>& axes) const {
+  if (!ok() || uop()->op() != Op::kView) return false;
+  const kiln::View& top = StOf(*uop())->view();  // the outermost view decides
+  for (int64_t a : axes) {
+    if (a < 0 || a >= ndim()) return false;
+    if (shape()[a] == 1) continue;
+    if (top.strides()[a] != 0) return false;
+    if (top.mask() && ((*top.mask())[a].first != 0 || (*top.mask())[a].second != shape()[a]))
+      return false;
+  }
+  return true;
+}
+
 Tensor Tensor::Expand(Shape ns) const {
   if (!ok()) return *this;
   if (ns.size() < shape().size())
