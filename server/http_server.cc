@@ -66,17 +66,19 @@ absl::StatusOr<std::string> ReadBody(mg_connection* conn, int64_t limit, int* ht
     }
     return body;
   }
-  // No Content-Length: a chunked body (civetweb decodes it), read up to the limit.
-  char buf[65536];
+  // No Content-Length: a chunked body (civetweb decodes it), read up to the
+  // limit. The buffer is on the heap: civetweb's worker stacks are small
+  // (a 64 KiB array overflowed one under AddressSanitizer).
+  std::vector<char> buf(65536);
   while (true) {
-    int n = mg_read(conn, buf, sizeof(buf));
+    int n = mg_read(conn, buf.data(), buf.size());
     if (n <= 0) break;
     if (static_cast<int64_t>(body.size()) + n > limit) {
       *http_status = 413;
       return absl::ResourceExhaustedError(
           absl::StrCat("the body is larger than --http-max-body-bytes ", limit));
     }
-    body.append(buf, static_cast<size_t>(n));
+    body.append(buf.data(), static_cast<size_t>(n));
   }
   return body;
 }
