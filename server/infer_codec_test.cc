@@ -251,7 +251,10 @@ class InferCodecShmTest : public ::testing::Test {
 
 TEST_F(InferCodecShmTest, ReadsAnInputFromItsRegion) {
   for (bool skip : {true, false}) {
-    auto d = Decode(ShmRequest(skip));
+    // The decoded request refers to the message's raw inputs: keep it alive
+    // (a temporary here was a use after free, found by tools/asan).
+    const inference::ModelInferRequest msg = ShmRequest(skip);
+    auto d = Decode(msg);
     ASSERT_TRUE(d.ok()) << d.status();
     const InputTensor& a = d->request->inputs[0];
     ASSERT_EQ(a.data.size(), 32u);
