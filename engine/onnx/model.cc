@@ -68,12 +68,24 @@ absl::StatusOr<OnnxValue> CheckedConstant(HostTensor h, Engine* e, const std::st
 }
 
 // An initializer's value: raw_data and external data go to the device
-// straight from the proto / file bytes (no host copy of large weights).
+// straight from the proto / file bytes (no host copy of large weights). A
+// 2-D weight `transpose` names (prepack.h) is uploaded transposed.
 absl::StatusOr<OnnxValue> InitializerValue(const onnx::TensorProto& t, const std::string& base_dir,
-                                           Engine* e, const std::string& device) {
+                                           Engine* e, const std::string& device,
+                                           bool transpose) {
   ASSIGN_OR_RETURN(std::optional<TensorBytes> b, TensorBytesFromProto(t, base_dir));
+  if (b && transpose && b->shape.size() == 2) {
+    std::string packed = TransposeBytes(b->bytes.data(), b->shape[0], b->shape[1],
+                                        static_cast<size_t>(b->dtype.ItemSize()));
+    return Checked(ConstantValue(b->dtype, {b->shape[1], b->shape[0]}, packed, e, device));
+  }
   if (b) return Checked(ConstantValue(b->dtype, std::move(b->shape), b->bytes, e, device));
   ASSIGN_OR_RETURN(HostTensor h, HostTensorFromProto(t, base_dir));
+  if (transpose && h.shape.size() == 2) {
+    std::string packed =
+        TransposeBytes(h.data.data(), h.shape[0], h.shape[1], static_cast<size_t>(h.dtype.ItemSize()));
+    h = HostTensor::FromBytes(h.dtype, {h.shape[1], h.shape[0]}, packed.data());
+  }
   return CheckedConstant(std::move(h), e, device);
 }
 
@@ -132,7 +144,6 @@ absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::LoadFromBytesChecked(
   if (!m->proto_->ParseFromString(bytes))
     return absl::InvalidArgumentError("not a valid ONNX model (ModelProto parse failed)");
   RETURN_IF_ERROR(engine->GetDevice(device).status());
-  m->prepacked_ = PrepackWeights(m->proto_.get());  // layouts for faster kernels, once
   RETURN_IF_ERROR(m->Init(base_dir));
   return m;
 }
@@ -153,10 +164,14 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
   // unsupported input types fail the load, not the first inference.
   RETURN_IF_ERROR(CheckModelGraph(mp, opsets_, functions_));
 
+  // Weight layouts for faster kernels (prepack.h): decided on the nodes
+  // here, applied as the weights upload below.
+  const std::set<std::string> transposed = PlanPrepack(proto_.get());
+  prepacked_ = static_cast<int>(transposed.size());
   const onnx::GraphProto& g = mp.graph();
   std::set<std::string> init_names;
   for (const onnx::TensorProto& t : g.initializer()) {
-    auto v = InitializerValue(t, base_dir, engine_, device_);
+    auto v = InitializerValue(t, base_dir, engine_, device_, transposed.count(t.name()) > 0);
     if (!v.ok())
       return absl::Status(v.status().code(),
                           absl::StrCat("initializer '", t.name(), "': ", v.status().message()));

@@ -140,40 +140,68 @@ TEST(OnnxModelTest, DynamicDimsAndConstantWeights) {
 }
 
 // A declared scalar accepts shape [1] (as onnxruntime does), not [2] or [1,1].
-// Gemm(transB = 1) of an initializer weight: stored transposed at load
-// (prepack.h) with the same results; a weight also read elsewhere, or held
-// as float_data, follows the same rules.
+// Gemm(transB = 1) of an initializer weight with K >= 4096: uploaded
+// transposed at load (prepack.h) with the same results, from raw_data,
+// float_data or an external file; a weight also read by another node, or
+// with a short K, is left as it is.
 TEST(OnnxModelTest, GemmWeightsArePrepackedAtLoad) {
-  std::vector<double> w = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // (N 3, K 4)
-  std::vector<float> x = {1, 0, -1, 2, 0.5f, 1, 1, -2};            // (2, 4)
+  const int kK = 4096;  // the shortest K that is repacked
+  std::vector<double> w(3 * kK);  // (N 3, K)
+  std::vector<float> x(2 * kK);   // (2, K)
+  for (int i = 0; i < 3 * kK; ++i) w[i] = (i * 7 % 13) / 4.0 - 1.5;
+  for (int i = 0; i < 2 * kK; ++i) x[i] = static_cast<float>((i * 5 % 11) / 4.0 - 1.25);
   std::vector<double> want;  // x . w^T + bias
   for (int i = 0; i < 2; ++i)
     for (int n = 0; n < 3; ++n) {
       double acc = 10 * (n + 1);
-      for (int k = 0; k < 4; ++k) acc += x[i * 4 + k] * w[n * 4 + k];
+      for (int k = 0; k < kK; ++k) acc += x[i * kK + k] * w[n * kK + k];
       want.push_back(acc);
     }
-  for (int variant = 0; variant < 3; ++variant) {
-    Builder b;
-    b.Input("x", TensorProto::FLOAT, {2, 4}).Output("y");
-    b.Init("w", HostTensor::FromDoubles(w, {3, 4}, dtypes::kFloat32));
-    b.Init("bias", HostTensor::FromDoubles({10, 20, 30}, {3}, dtypes::kFloat32));
-    if (variant == 2) {  // the weight as float_data instead of raw_data
-      TensorProto* t = b.proto().mutable_graph()->mutable_initializer(0);
-      t->clear_raw_data();
-      for (double v : w) t->add_float_data(static_cast<float>(v));
+  const std::string dir = ::testing::TempDir();
+  {
+    std::ofstream f(dir + "/prepack_w.bin", std::ios::binary);
+    for (double v : w) {
+      float fv = static_cast<float>(v);
+      f.write(reinterpret_cast<const char*>(&fv), sizeof(fv));
     }
-    AttrInt(b.Node("Gemm", {"x", "w", "bias"}, {variant == 1 ? "g" : "y"}), "transB", 1);
-    if (variant == 1) {  // w read by another node too: left as it is
+  }
+  enum { kRaw, kShared, kFloatData, kExternal };
+  for (int variant : {kRaw, kShared, kFloatData, kExternal}) {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {2, kK}).Output("y");
+    b.Init("w", HostTensor::FromDoubles(w, {3, kK}, dtypes::kFloat32));
+    b.Init("bias", HostTensor::FromDoubles({10, 20, 30}, {3}, dtypes::kFloat32));
+    TensorProto* t = b.proto().mutable_graph()->mutable_initializer(0);
+    if (variant == kFloatData || variant == kExternal) t->clear_raw_data();
+    if (variant == kFloatData)
+      for (double v : w) t->add_float_data(static_cast<float>(v));
+    if (variant == kExternal) {
+      t->set_data_location(TensorProto::EXTERNAL);
+      auto* loc = t->add_external_data();
+      loc->set_key("location");
+      loc->set_value("prepack_w.bin");
+    }
+    AttrInt(b.Node("Gemm", {"x", "w", "bias"}, {variant == kShared ? "g" : "y"}), "transB", 1);
+    if (variant == kShared) {
       b.Output("w_sum");
       b.Node("Identity", {"g"}, {"y"});
       b.Node("ReduceSum", {"w"}, {"w_sum"});
     }
-    auto m = Load(b);
-    ASSERT_NE(m, nullptr);
-    EXPECT_EQ(m->prepacked(), variant == 1 ? 0 : 1) << variant;
-    ExpectNear(RunOne(*m, {F(x, {2, 4})}), want);
+    auto m = OnnxModel::LoadFromBytes(b.Bytes(), TestEngine(), "CPU", dir);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ((*m)->prepacked(), variant == kShared ? 0 : 1) << variant;
+    ExpectNear(RunOne(**m, {F(x, {2, kK})}), want);
   }
+  // A short K (a classifier's matrix-vector product) keeps its layout.
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {1, 4}).Output("y");
+  b.Init("w", HostTensor::FromDoubles({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}, dtypes::kFloat32));
+  AttrInt(b.Node("Gemm", {"x", "w"}, {"y"}), "transB", 1);
+  auto m = Load(b);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->prepacked(), 0);
+  ExpectNear(RunOne(*m, {F({1, 0, 2, 1}, {1, 4})}), {11, 27});
+  std::remove((dir + "/prepack_w.bin").c_str());
 }
 
 TEST(OnnxModelTest, ScalarInputsMayComeAsShapeOne) {

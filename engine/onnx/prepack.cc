@@ -2,17 +2,22 @@
 
 #include <cstring>
 #include <map>
-#include <string>
 #include <vector>
 
 #include "engine/onnx/onnx/onnx.pb.h"
-#include "engine/onnx/tensor_proto.h"
 
 namespace kiln {
 namespace {
 
-// How many times each name is read as a node input, in `g` and in every
-// subgraph below it (a subgraph may read the outer graph's values).
+// Only long reductions are repacked: Tensor::Matmul splits K >= 4096 into
+// chunks, and a chunk of the (K, N) layout is read by the broadcast tile at
+// ~100 GFLOP/s. A short K is a classifier's matrix-vector product at batch
+// 1 just as often, which reads the (N, K) layout faster (mobilenet_v3_small's
+// 576 x 1024 and 1024 x 1000 heads: 1.3x slower transposed).
+constexpr int64_t kPrepackMinK = 4096;
+
+// How many times each name is read as a node input or graph output, in `g`
+// and in every subgraph below it (a subgraph may read the outer graph).
 void CountReads(const onnx::GraphProto& g, std::map<std::string, int>* reads) {
   for (const onnx::NodeProto& n : g.node()) {
     for (const std::string& in : n.input()) ++(*reads)[in];
@@ -32,44 +37,11 @@ onnx::AttributeProto* TransB(onnx::NodeProto* n) {
   return nullptr;
 }
 
-// Transposes a (rows, cols) matrix of `size`-byte elements in place.
-void Transpose(std::string* bytes, int64_t rows, int64_t cols, size_t size) {
-  std::string out(bytes->size(), '\0');
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      std::memcpy(&out[(c * rows + r) * size], &(*bytes)[(r * cols + c) * size], size);
-  bytes->swap(out);
-}
-
-// Transposes initializer `t` (2-D) in place; false when its data is not in
-// a form handled here (external data, typed fields other than float_data,
-// or a size that does not match its dims: the loader reports those).
-bool TransposeInitializer(onnx::TensorProto* t) {
-  if (t->dims_size() != 2 || t->data_location() == onnx::TensorProto::EXTERNAL) return false;
-  const int64_t rows = t->dims(0), cols = t->dims(1);
-  if (rows <= 0 || cols <= 0 || rows > (int64_t{1} << 31) / cols) return false;
-  std::optional<DType> dt = DTypeFromOnnx(t->data_type());
-  if (!dt || dt->ItemSize() <= 0) return false;
-  const size_t size = static_cast<size_t>(dt->ItemSize());
-  if (t->has_raw_data()) {
-    if (t->raw_data().size() != static_cast<size_t>(rows * cols) * size) return false;
-    Transpose(t->mutable_raw_data(), rows, cols, size);
-  } else if (t->data_type() == onnx::TensorProto::FLOAT && t->float_data_size() == rows * cols) {
-    std::vector<float> in(t->float_data().begin(), t->float_data().end());
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) t->set_float_data(c * rows + r, in[r * cols + c]);
-  } else {
-    return false;
-  }
-  t->set_dims(0, cols);
-  t->set_dims(1, rows);
-  return true;
-}
-
 }  // namespace
 
-int PrepackWeights(onnx::ModelProto* model) {
-  if (!model->has_graph()) return 0;
+std::set<std::string> PlanPrepack(onnx::ModelProto* model) {
+  std::set<std::string> out;
+  if (!model->has_graph()) return out;
   onnx::GraphProto* g = model->mutable_graph();
   std::map<std::string, int> reads;
   CountReads(*g, &reads);
@@ -81,15 +53,27 @@ int PrepackWeights(onnx::ModelProto* model) {
       continue;
     if (onnx::AttributeProto* tb = TransB(&n)) gemm_b[n.input(1)].push_back(tb);
   }
-  int packed = 0;
-  for (onnx::TensorProto& t : *g->mutable_initializer()) {
+  std::map<std::string, int> inits;  // a name defined twice is left alone
+  for (const onnx::TensorProto& t : g->initializer()) ++inits[t.name()];
+  for (const onnx::TensorProto& t : g->initializer()) {
     auto it = gemm_b.find(t.name());
-    if (it == gemm_b.end() || reads[t.name()] != static_cast<int>(it->second.size())) continue;
-    if (!TransposeInitializer(&t)) continue;
+    if (it == gemm_b.end() || t.dims_size() != 2 || inits[t.name()] != 1 ||
+        reads[t.name()] != static_cast<int>(it->second.size()) || t.dims(1) < kPrepackMinK)
+      continue;
     for (onnx::AttributeProto* tb : it->second) tb->set_i(0);
-    ++packed;
+    out.insert(t.name());
   }
-  return packed;
+  return out;
+}
+
+std::string TransposeBytes(const void* bytes, int64_t rows, int64_t cols, size_t item) {
+  const char* in = static_cast<const char*>(bytes);
+  std::string out(static_cast<size_t>(rows * cols) * item, '\0');
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(&out[static_cast<size_t>(c * rows + r) * item],
+                  in + static_cast<size_t>(r * cols + c) * item, item);
+  return out;
 }
 
 }  // namespace kiln
