@@ -69,8 +69,8 @@ bool Im2Col(const Shape& x, int64_t cout, const std::vector<int64_t>& kernel,
             const Pads& padding, int64_t groups, int itemsize) {
   // Measured on the zoo (1 thread, interleaved runs): rows up to 16 gave
   // resnet50 1.5x, wide_resnet 1.5x, densenet 1.15x; up to 32 added
-  // Inception v3's 17- and 28-wide maps (1.25x) and RetinaNet (1.4x); 64
-  // changed nothing more (the copy's size bound below excludes 56-wide maps).
+  // Inception v3's 17- and 28-wide maps (1.25x) and RetinaNet (1.4x); up to
+  // 64 pays only with many output channels (below).
   constexpr int64_t max_row = 32;
   const size_t nd = kernel.size();
   if (groups != 1 || nd == 0) return false;
@@ -91,7 +91,7 @@ bool Im2Col(const Shape& x, int64_t cout, const std::vector<int64_t>& kernel,
   // left the 28-wide 3x3 convolutions of 256 channels and more direct at
   // ~105 GFLOP/s; 16 MiB made wide_resnet14_2 1.14x and fcn_resnet50 1.1x
   // faster and changed no other model beyond noise (interleaved runs, 1
-  // thread). Rows up to 64 with it gained nothing more.
+  // thread).
   // Rows up to 64 when at least 128 output channels share the copy
   // (RetinaNet's 40-wide head convolutions of 256 and 819 channels: the
   // model 1.6x faster); with fewer (DenseNet's 56-wide 3x3 convolutions of
