@@ -233,6 +233,8 @@ absl::StatusOr<RoiTaps> RoiAlignTaps(const OpContext& ctx, const HostTensor& roi
     double gh_d = ratio > 0 ? static_cast<double>(ratio) : std::ceil(rh / static_cast<double>(ph));
     double gw_d = ratio > 0 ? static_cast<double>(ratio) : std::ceil(rw / static_cast<double>(pw));
     if (!(gh_d <= 4096) || !(gw_d <= 4096)) return Invalid("roi sampling grid too large");
+    gh_d = std::max(gh_d, 0.0);  // an inverted roi samples nothing (and never
+    gw_d = std::max(gw_d, 0.0);  // converts a huge negative to int64)
     int64_t gh = static_cast<int64_t>(gh_d), gw = static_cast<int64_t>(gw_d);
     double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t py = 0; py < ph; ++py)

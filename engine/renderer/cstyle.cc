@@ -97,8 +97,12 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
         break;
       default: {
         std::string e = Value(x);
+        // A scalar max is rendered `(a)>(b)?(a):(b)`, naming each operand
+        // twice: inlined into the next max of a chain (a horizontal max of
+        // 16 lanes), the text doubled at every step (a 1.1 MB line that took
+        // clang 30+ s). Its result is always a named value.
         bool inline_ok = x.op() != Op::kLoad && x.dtype().count == 1 && uses_[&x] <= 1 &&
-                         x.op() != Op::kBitcast;
+                         x.op() != Op::kBitcast && x.op() != Op::kMax;
         if (inline_ok) {
           expr_[&x] = e;
         } else {
