@@ -73,19 +73,16 @@ absl::StatusOr<OnnxValue> CheckedConstant(HostTensor h, Engine* e, const std::st
 absl::StatusOr<OnnxValue> InitializerValue(const onnx::TensorProto& t, const std::string& base_dir,
                                            Engine* e, const std::string& device,
                                            bool transpose) {
+  // A (rows, cols) matrix of `dt` at `data`, uploaded as (cols, rows).
+  auto transposed = [&](DType dt, const Shape& s, const void* data) {
+    std::string packed = TransposeBytes(data, s[0], s[1], static_cast<size_t>(dt.ItemSize()));
+    return Checked(ConstantValue(dt, {s[1], s[0]}, packed, e, device));
+  };
   ASSIGN_OR_RETURN(std::optional<TensorBytes> b, TensorBytesFromProto(t, base_dir));
-  if (b && transpose && b->shape.size() == 2) {
-    std::string packed = TransposeBytes(b->bytes.data(), b->shape[0], b->shape[1],
-                                        static_cast<size_t>(b->dtype.ItemSize()));
-    return Checked(ConstantValue(b->dtype, {b->shape[1], b->shape[0]}, packed, e, device));
-  }
+  if (b && transpose && b->shape.size() == 2) return transposed(b->dtype, b->shape, b->bytes.data());
   if (b) return Checked(ConstantValue(b->dtype, std::move(b->shape), b->bytes, e, device));
   ASSIGN_OR_RETURN(HostTensor h, HostTensorFromProto(t, base_dir));
-  if (transpose && h.shape.size() == 2) {
-    std::string packed =
-        TransposeBytes(h.data.data(), h.shape[0], h.shape[1], static_cast<size_t>(h.dtype.ItemSize()));
-    h = HostTensor::FromBytes(h.dtype, {h.shape[1], h.shape[0]}, packed.data());
-  }
+  if (transpose && h.shape.size() == 2) return transposed(h.dtype, h.shape, h.data.data());
   return CheckedConstant(std::move(h), e, device);
 }
 

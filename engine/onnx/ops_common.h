@@ -41,6 +41,12 @@ inline Tensor ScalarOf(const Tensor& t, double v) { return t.Scalar(v); }
 // Broadcasts `t` to `shape` (numpy rules; `shape` may have fewer dims).
 absl::StatusOr<Tensor> BroadcastTo(const Tensor& t, const Shape& shape);
 
+// Indices as int64, negative ones counted from the end of a dim of size n.
+inline Tensor WrapIndices(const Tensor& idx, int64_t n) {
+  Tensor i = idx.Cast(dtypes::kInt64);
+  return Tensor::Where(i.Lt(i.Scalar(0)), i + static_cast<double>(n), i);
+}
+
 }  // namespace kiln
 
 #endif  // KILN_ENGINE_ONNX_OPS_COMMON_H_

@@ -322,9 +322,7 @@ absl::Status RoiAlignOp(OpContext& ctx) {
     Tensor weights = HostTensor::FromDoubles(wt, {r_count, ph * pw, s, 1}, x.dtype())
                          .ToTensor(ctx.engine(), ctx.device());
     // Rows of the channels-last map (N * H * W, C); roi r reads image batch[r].
-    Tensor b = batch_idx.Cast(dtypes::kInt64);
-    b = Tensor::Where(b.Lt(b.Scalar(0)), b + static_cast<double>(n), b);
-    Tensor rows = b.Reshape({r_count, 1, 1}) * static_cast<double>(hw) + at;
+    Tensor rows = WrapIndices(batch_idx, n).Reshape({r_count, 1, 1}) * static_cast<double>(hw) + at;
     Tensor xt = x.Reshape({n, c, hw}).Permute({0, 2, 1}).Contiguous().Reshape({n * hw, c});
     Tensor y = (xt.IndexSelect(0, rows) * weights).Sum({2});  // (R, P, C)
     // Copied to (R, C, P): its consumers read rows of C x P (a flatten).

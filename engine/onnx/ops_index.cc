@@ -16,12 +16,6 @@ Tensor Iota(const OpContext& ctx, int64_t n, int64_t rank, int64_t axis) {
       .Reshape(s);
 }
 
-// Negative indices count from the end of a dim of size n.
-Tensor Wrap(const Tensor& idx, int64_t n) {
-  Tensor i = idx.Cast(dtypes::kInt64);
-  return Tensor::Where(i.Lt(i.Scalar(0)), i + static_cast<double>(n), i);
-}
-
 absl::Status GatherOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(2, 2));
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
@@ -73,7 +67,7 @@ absl::Status GatherNdOp(OpContext& ctx) {
   for (int64_t j = 0; j < k; ++j) {
     int64_t dim = xs[b + j];
     stride /= dim;
-    Tensor col = Wrap(id.Slices({{}, {}, Tensor::Slice{j, j + 1, 1}}).Reshape({nb, nm}), dim);
+    Tensor col = WrapIndices(id.Slices({{}, {}, Tensor::Slice{j, j + 1, 1}}).Reshape({nb, nm}), dim);
     lin = lin + col * static_cast<double>(stride);
   }
   Tensor batch = Iota(ctx, nb, 2, 0) * static_cast<double>(nd);
@@ -165,7 +159,7 @@ absl::Status ScatterElementsOp(OpContext& ctx) {
     const int64_t m = idx.dim(static_cast<int>(axis));
     Pads first(r, {0, 1});
     first[axis] = {0, m};
-    Tensor lin = Wrap(idx.Shrink(first), n).Reshape({m});
+    Tensor lin = WrapIndices(idx.Shrink(first), n).Reshape({m});
     Tensor rows_in = data.Transpose(0, axis);  // rows along the axis
     Tensor upd_rows = upd.Transpose(0, axis);
     Shape moved = rows_in.shape();
@@ -175,7 +169,7 @@ absl::Status ScatterElementsOp(OpContext& ctx) {
     return absl::OkStatus();
   }
   // (..., u at axis, n at axis+1, ...): update u lands at position n.
-  Tensor onehot = Wrap(idx, n).Unsqueeze(axis + 1).Eq(Iota(ctx, n, r + 1, axis + 1));
+  Tensor onehot = WrapIndices(idx, n).Unsqueeze(axis + 1).Eq(Iota(ctx, n, r + 1, axis + 1));
   Tensor u = upd.Unsqueeze(axis + 1);
   ASSIGN_OR_RETURN(Tensor out, ScatterReduce(ctx.Str("reduction", "none"), data, onehot, u,
                                              axis, pads));
@@ -209,7 +203,7 @@ absl::Status ScatterNdOp(OpContext& ctx) {
   int64_t stride = p;
   for (int64_t j = 0; j < k; ++j) {
     stride /= ds[j];
-    lin = lin + Wrap(id.Slices({{}, Tensor::Slice{j, j + 1, 1}}).Reshape({m}), ds[j]) *
+    lin = lin + WrapIndices(id.Slices({{}, Tensor::Slice{j, j + 1, 1}}).Reshape({m}), ds[j]) *
                     static_cast<double>(stride);
   }
   int64_t nrest = kiln::Prod(rest);

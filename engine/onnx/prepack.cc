@@ -5,16 +5,17 @@
 #include <vector>
 
 #include "engine/onnx/onnx/onnx.pb.h"
+#include "engine/tensor/tensor.h"
 
 namespace kiln {
 namespace {
 
-// Only long reductions are repacked: Tensor::Matmul splits K >= 4096 into
-// chunks, and a chunk of the (K, N) layout is read by the broadcast tile at
-// ~100 GFLOP/s. A short K is a classifier's matrix-vector product at batch
-// 1 just as often, which reads the (N, K) layout faster (mobilenet_v3_small's
-// 576 x 1024 and 1024 x 1000 heads: 1.3x slower transposed).
-constexpr int64_t kPrepackMinK = 4096;
+// Only long reductions are repacked (K >= kMatmulSplitKMin): Tensor::Matmul
+// splits them into chunks, and a chunk of the (K, N) layout is read by the
+// broadcast tile at ~100 GFLOP/s. A short K is a classifier's matrix-vector
+// product at batch 1 just as often, which reads the (N, K) layout faster
+// (mobilenet_v3_small's 576 x 1024 and 1024 x 1000 heads: 1.3x slower
+// transposed).
 
 // How many times each name is read as a node input or graph output, in `g`
 // and in every subgraph below it (a subgraph may read the outer graph).
@@ -58,7 +59,7 @@ std::set<std::string> PlanPrepack(onnx::ModelProto* model) {
   for (const onnx::TensorProto& t : g->initializer()) {
     auto it = gemm_b.find(t.name());
     if (it == gemm_b.end() || t.dims_size() != 2 || inits[t.name()] != 1 ||
-        reads[t.name()] != static_cast<int>(it->second.size()) || t.dims(1) < kPrepackMinK)
+        reads[t.name()] != static_cast<int>(it->second.size()) || t.dims(1) < kMatmulSplitKMin)
       continue;
     for (onnx::AttributeProto* tb : it->second) tb->set_i(0);
     out.insert(t.name());

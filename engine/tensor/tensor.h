@@ -36,6 +36,11 @@ namespace kiln {
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
+// A 2-D float32 Matmul with K at least this long (and M, N >= 32) reduces K
+// in chunks (split-K, tensor_math.cc); the importer's weight pre-packing
+// (engine/onnx/prepack.*) applies to the same Ks.
+inline constexpr int64_t kMatmulSplitKMin = 4096;
+
 class Tensor {
  public:
   Tensor();  // an error tensor ("uninitialized tensor")

@@ -10,9 +10,7 @@
 namespace kiln {
 namespace {
 
-// Matmuls with K at least this long (and M, N at least 32) reduce K in
-// chunks of at most kSplitKChunk (see Matmul).
-constexpr int64_t kSplitKMin = 4096;
+// Split-K matmuls (K >= kMatmulSplitKMin) reduce chunks of at most this.
 constexpr int64_t kSplitKChunk = 1024;
 
 Tensor F(const Tensor& t) { return t.dtype().IsFloat() ? t : t.Cast(dtypes::kFloat32); }
@@ -224,7 +222,7 @@ Tensor Tensor::Matmul(const Tensor& o) const {
   // reduced first (partial sums (chunks, M, N), realized) keep a chunk of
   // each operand in cache; summing the chunks costs chunks x M x N.
   const int64_t m = a.shape()[a.ndim() - 2], n = b.shape().back();
-  if (a.ndim() == 2 && b.ndim() == 2 && k >= kSplitKMin && std::min(m, n) >= 32 &&
+  if (a.ndim() == 2 && b.ndim() == 2 && k >= kMatmulSplitKMin && std::min(m, n) >= 32 &&
       a.dtype() == dtypes::kFloat32 && b.dtype() == dtypes::kFloat32) {
     // The fewest chunks of at most kSplitKChunk, a multiple of 16 each.
     int64_t chunks = (k + kSplitKChunk - 1) / kSplitKChunk;
