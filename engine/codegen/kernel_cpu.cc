@@ -78,7 +78,8 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
         // them too but keep 12 accumulators (wide_tiles false): 8-row tiles
         // of a 3x3 convolution measured 2x slower than 6-row ones.
         const int64_t wide = opts_.wide_vector_bytes / std::max(4, itemsize);
-        const int64_t wide_padded = (n + wide - 1) / wide * wide;
+        // (no wider vector on this device: wide is 0)
+        const int64_t wide_padded = wide > 0 ? (n + wide - 1) / wide * wide : n;
         if (reduce_ && wide > width && broadcast_along(i) &&
             (n >= 2 * wide || (wide_padded - n) * 8 <= wide_padded) &&
             store->src(0)->dtype().ScalarSize() == 4) {
@@ -87,9 +88,11 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
         }
         // An elementwise kernel of transcendentals (SiLU, sigmoid, GELU,
         // softmax's exp) is bound by its instructions: the widest vectors
-        // halve them, when the row fills them.
-        if (!reduce_ && wide > width && n % wide == 0 && ComputeBoundElementwise() &&
-            store->src(0)->dtype().ScalarSize() == 4)
+        // halve them, when the row fills them up to the last 1/8 (a 56- or
+        // 14-wide map, 196 merged pixels; the tail is masked).
+        const bool transcendental = !reduce_ && ComputeBoundElementwise() &&
+                                    store->src(0)->dtype().ScalarSize() == 4;
+        if (transcendental && wide > width && (wide_padded - n) * 8 <= wide_padded)
           width = wide;
         // A matmul-like reduce takes 2, 3 or 5 vectors per tile row (step 3):
         // round up to a vector count it can tile (17 -> 3 vectors of 8, 7 -> 8).
@@ -101,14 +104,16 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
         int64_t w = pick(n);
         const bool little_waste = (padded - n) * 8 <= padded;
         if ((w < width || n != padded) && width >= 4 &&
-            (n > width ? !w || little_waste : reduce_ && little_waste)) {
+            (n > width ? !w || little_waste : (reduce_ || transcendental) && little_waste)) {
           // An axis that is not a multiple of the vector width (a padded row
           // of 162, 6625 classes, 100 columns): round it up when that wastes
           // at most 1/8 of the lanes (or, past one vector, nothing else
           // vectorizes); the tail lanes are masked off in every load and
           // store. A row shorter than one vector (a 7x7 feature map) only in
-          // a reduce, which is bound by its FMAs. (clang 14 fails to select
-          // some masked index arithmetic of 8-lane elementwise kernels.)
+          // a reduce, which is bound by its FMAs, or in an elementwise kernel
+          // of transcendentals (EfficientNet's SiLU on 7x7 maps of 1152
+          // channels: 235 -> 53 us). (clang 14 fails to select some masked
+          // index arithmetic of 8-lane integer elementwise kernels.)
           if (PadGlobal(i, padded).ok()) w = width;
         }
         if (w && ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
