@@ -309,6 +309,43 @@ TEST_F(CodegenTest, WideVectorsMatchInterpreter) {
   unsetenv("KILN_AVX512");
 }
 
+TEST_F(CodegenTest, ConcatConsumersLoopOverEachPart) {
+  // An elementwise consumer of a 4-part concatenation along its outermost
+  // axis lowers one loop per part (each clamped to the threads' slice), so
+  // each loop reads only its part; two parts keep one loop.
+  auto count = [](const std::string& src, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto kernel = [&](const std::vector<int64_t>& channels, int64_t batch) {
+    std::vector<Tensor> parts;
+    for (int64_t c : channels) parts.push_back(A({batch, c, 5, 6}).Relu());
+    Schedule s = Sched({(Tensor::Cat(parts, 1) * 2.0).Sigmoid()});
+    EXPECT_EQ(s.items.size(), 1u);
+    return s.items.empty() ? std::string() : Source(s.items.back(), "cat");
+  };
+  const std::string four = kernel({3, 5, 2, 4}, 1);
+  EXPECT_EQ(count(four, "(int)(start > "), 4u) << four;
+  // Each part's buffer is read in one loop only, by a plain load (the other
+  // parts' gates fold to constants there).
+  for (int b = 1; b <= 4; ++b) EXPECT_EQ(count(four, absl::StrCat("data", b, "[")), 1u) << four;
+  EXPECT_EQ(count(four, "kiln_mload"), 0u) << four;
+  EXPECT_EQ(count(kernel({3, 5}, 1), "(int)(start > "), 0u);
+  // Batched, the parts run along the second axis: one loop.
+  EXPECT_EQ(count(kernel({3, 5, 2, 4}, 2), "(int)(start > "), 0u);
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch));
+    ExpectCpuMatchesInterp([&](const std::string& dev) {
+      std::vector<Tensor> parts;
+      int seed = 11;
+      for (int64_t c : {3, 5, 2, 4, 7, 1})
+        parts.push_back(Tensor::Randn(e, {batch, c, 5, 6}, seed++, dtypes::kFloat32, dev));
+      return (Tensor::Cat(parts, 1) * 2.0).Sigmoid();
+    });
+  }
+}
+
 }  // namespace
 }  // namespace kiln
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,49 @@ void Kernel::DropUnitAxes() {
   if (f.size() == full_shape_.size()) return;
   ReshapeAll({f, o});
   first_reduce_ = fr;
+}
+
+namespace {
+std::optional<int64_t> IntConst(const UOp& u) {
+  if (!u.IsConst()) return std::nullopt;
+  ConstValue v = u.const_value();
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  return std::nullopt;
+}
+}  // namespace
+
+std::vector<int64_t> Kernel::MaskCuts(int axis) const {
+  std::set<int64_t> cuts;
+  const int64_t size = full_shape_[axis];
+  auto cut = [&](int64_t c) {
+    if (c > 0 && c < size) cuts.insert(c);
+  };
+  for (const UOp* m : mems_) {
+    const ShapeTracker& st = sts_.at(m);
+    bool masked = false;
+    for (const View& v : st.views()) masked |= v.mask().has_value();
+    if (!masked) continue;
+    if (st.views().size() == 1) {
+      auto [lo, hi] = (*st.view().mask())[axis];
+      cut(lo), cut(hi);
+      continue;
+    }
+    // Several views (a padded part reshaped): the composed gate, read for
+    // comparisons of the axis with constants (x < c, and -x < c for x > -c).
+    UOpList vars;
+    for (size_t i = 0; i < st.ndim(); ++i)
+      vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
+    const UOpRef valid = st.ToIndex(vars).second;
+    const UOp* x = vars[axis].get();
+    for (const UOp* u : Toposort(valid)) {
+      if (u->op() != Op::kCmpLt || !IntConst(*u->src(1))) continue;
+      const int64_t c = *IntConst(*u->src(1));
+      const UOp* l = u->src(0).get();
+      if (l == x) cut(c);
+      if (l->op() == Op::kMul && l->src(0).get() == x && IntConst(*l->src(1)) == -1) cut(1 - c);
+    }
+  }
+  return {cuts.begin(), cuts.end()};
 }
 
 bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {

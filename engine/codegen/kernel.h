@@ -131,6 +131,10 @@ class Kernel {
   // "r_64_16_1024_4_8" style: E_ for elementwise, r_ for reduce kernels.
   std::string Name() const;
 
+  // Where the masks of single-view loads / gates start or end along `axis`,
+  // inside (0, size): the parts of a concatenation along it.
+  std::vector<int64_t> MaskCuts(int axis) const;
+
  private:
   Kernel() = default;
   void ReshapeAll(const std::vector<Shape>& new_full_and_out);  // helper

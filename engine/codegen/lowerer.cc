@@ -139,7 +139,7 @@ class Lowerer {
     };
     LinearProgram p;
     const bool dump = Env().debug >= 5;
-    for (const Step& step : kSteps) {
+    auto run = [&](const Step& step) -> absl::Status {
       RETURN_IF_ERROR((this->*step.run)(&p));
       if (dump) {
         LinearProgram so_far = p;
@@ -147,7 +147,21 @@ class Lowerer {
         std::fprintf(stderr, "lower %s after %s:\n%s", p.name.c_str(), step.name,
                      ListProgram(so_far).c_str());
       }
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(run(kSteps[0]));
+    // The loops and the body, once per segment of the parallel axis (see
+    // Segments): each copy lowers its indices and gates over its own range.
+    const std::vector<int64_t> cuts = Segments();
+    for (size_t seg = 0; seg + 1 < cuts.size(); ++seg) {
+      segment_ = {cuts[seg], cuts[seg + 1]};
+      segmented_ = cuts.size() > 2;
+      memo_.clear();
+      reduce_result_.clear();
+      open_loops_ = 0;
+      for (int i = 1; i <= 3; ++i) RETURN_IF_ERROR(run(kSteps[i]));
     }
+    for (size_t i = 4; i < sizeof(kSteps) / sizeof(kSteps[0]); ++i) RETURN_IF_ERROR(run(kSteps[i]));
     return p;
   }
 
@@ -172,6 +186,29 @@ class Lowerer {
     return absl::OkStatus();
   }
 
+  // The bounds of the segments the parallel (first real global) axis is
+  // lowered in: [0, size) alone, or -- on CPUs, where a part of a
+  // concatenation is a masked load that every element evaluates (a
+  // 25-part DenseNet concatenation: 25 masked loads and selects per element)
+  // -- cut where some load's mask starts or ends along that axis. Each
+  // segment then sees only its parts' loads; the others fold away. Only from
+  // two cuts on (a concatenation of two, or a pad on one side, keeps one
+  // loop), and at most kMaxSegments.
+  std::vector<int64_t> Segments() const {
+    static constexpr size_t kMaxSegments = 64;
+    int a0 = 0;
+    while (a0 < k_.first_reduce() && k_.full_shape()[a0] == 1) ++a0;
+    if (a0 == k_.first_reduce()) return {0, 1};
+    const int64_t size = k_.full_shape()[a0];
+    std::vector<int64_t> cuts = {0};
+    if (!k_.options().gpu) {
+      std::vector<int64_t> inner = k_.MaskCuts(a0);
+      if (inner.size() >= 2 && inner.size() < kMaxSegments) cuts.insert(cuts.end(), inner.begin(), inner.end());
+    }
+    cuts.push_back(size);
+    return cuts;
+  }
+
   // Global loops; the first real one runs split across threads. On GPUs
   // global and local axes are grid / block indices instead.
   absl::Status OpenGlobalLoops(LinearProgram* p) {
@@ -190,8 +227,12 @@ class Lowerer {
         idx_[a] = UOp::ConstInt(0);
         continue;
       }
-      UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(0), UOp::ConstInt(s)},
-                           Arg(std::vector<int64_t>{range_id_++, parallel ? 1 : 0}));
+      // The parallel loop covers the current segment (kParallelSegment:
+      // clamped to the threads' slice when rendered).
+      const int64_t lo = parallel ? segment_.first : 0, hi = parallel ? segment_.second : s;
+      const int64_t kind = !parallel ? 0 : segmented_ ? kParallelSegment : 1;
+      UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(lo), UOp::ConstInt(hi)},
+                           Arg(std::vector<int64_t>{range_id_++, kind}));
       if (parallel) p->global[0] = s;
       parallel = false;
       idx_[a] = r;
@@ -550,6 +591,8 @@ class Lowerer {
   int acc_id_ = 0;
   int range_id_ = 0;
   int open_loops_ = 0;
+  std::pair<int64_t, int64_t> segment_{0, 0};  // of the parallel axis (Segments)
+  bool segmented_ = false;
 };
 
 }  // namespace

@@ -97,8 +97,16 @@ class CRenderer : public CStyleRenderer {
     Line(prologue, absl::StrCat("const ", type, " ", name, " = (", type, ")vars[", index, "];"));
   }
   std::pair<std::string, std::string> RangeBounds(const UOp& range) override {
-    // The parallel loop covers the slice [start, end) the thread pool gives.
-    if (range.arg().Ints().size() > 1 && range.arg().Ints()[1]) return {"(int)start", "(int)end"};
+    // The parallel loop covers the slice [start, end) the thread pool gives;
+    // a segment of it only its part of that slice.
+    const std::vector<int64_t>& a = range.arg().Ints();
+    const int64_t kind = a.size() > 1 ? a[1] : 0;
+    if (kind == kParallelSegment) {
+      auto [lo, hi] = CStyleRenderer::RangeBounds(range);
+      return {absl::StrCat("(int)(start > ", lo, " ? start : ", lo, ")"),
+              absl::StrCat("(int)(end < ", hi, " ? end : ", hi, ")")};
+    }
+    if (kind) return {"(int)start", "(int)end"};
     return CStyleRenderer::RangeBounds(range);
   }
   std::string Wrap(const Signature& sig, const std::string& helpers, const std::string& prologue,

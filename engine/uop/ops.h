@@ -30,7 +30,8 @@ enum class Op : uint8_t {
   kDefineVar,     // a symbolic variable; arg: string name; src = {CONST min, CONST max}
   kDefineAcc,     // an accumulator; src = {init value, ranges...}
   kSpecial,       // GPU index; arg: string name ("gidx0", "lidx1"); src[0] = size
-  kRange,         // loop; src = {start, end}; arg: int id
+  kRange,         // loop; src = {start, end}; arg: {id, kind} (kind: 0 serial, 1 parallel,
+                  // kParallelSegment: a parallel loop over [start, end) of a larger range)
   kEndRange,      // closes src[0] (a kRange)
   kAssign,        // acc = value; src = {acc, value}
   kVectorize,     // build a vector from scalars src[0..n)
@@ -75,6 +76,10 @@ enum class Op : uint8_t {
 };
 
 const char* OpName(Op op);
+
+// kRange's kind: the thread pool's slice of the parallel range is clamped to
+// [start, end) (one of several loops that together cover the range).
+constexpr int64_t kParallelSegment = 2;
 
 inline bool IsUnaryAlu(Op op) { return op >= Op::kNeg && op <= Op::kTrunc; }
 inline bool IsBinaryAlu(Op op) { return op >= Op::kAdd && op <= Op::kPow; }
