@@ -163,6 +163,7 @@ class Kernel {
   // Some op of the kernel is a transcendental or a division (see above).
   bool Transcendental() const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
+  void PartsOutermost();       // elementwise: a concatenation's axis first
   void MergeAdjacent();
   void DropUnitAxes();
   // How a memory op's index moves along each axis (kNotAffine where it is

@@ -153,7 +153,10 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
       break;
     }
   }
-  if (!reduce_) return;
+  if (!reduce_) {
+    PartsOutermost();
+    return;
+  }
   // 3. Reuse: upcast global axes along which some input is broadcast (stride
   //    0), so one load feeds several accumulators (matmul register tiling).
   //    A row of one vector feeds its accumulators at one load per FMA
@@ -254,6 +257,25 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
     bool identity = true;
     for (int i = 0; i < ndim(); ++i) identity &= order[i] == i;
     if (knobs.reorder && reuse && !identity) PermuteAll(order);
+  }
+}
+
+// An elementwise kernel whose loads change along an inner axis at two or
+// more places (a batch of concatenations: the parts run along the channels)
+// walks that axis outermost, so the lowerer gives each part its own loop
+// (Segments in lowerer.cc). The images then are the inner loop; each (part,
+// image) block is still read and written contiguously.
+void Kernel::PartsOutermost() {
+  int first = 0;
+  while (first < first_reduce_ && full_shape_[first] == 1) ++first;
+  if (first >= first_reduce_ || MaskCuts(first).size() >= 2) return;
+  for (int a = first + 1; a < first_reduce_; ++a) {
+    if (MaskCuts(a).size() < 2) continue;
+    std::vector<int> order = {a};
+    for (int i = 0; i < ndim(); ++i)
+      if (i != a) order.push_back(i);
+    PermuteAll(order);
+    return;
   }
 }
 
