@@ -114,6 +114,14 @@ std::optional<int64_t> IntConst(const UOp& u) {
   if (const auto* i = std::get_if<int64_t>(&v)) return *i;
   return std::nullopt;
 }
+
+// One index variable per axis of `st`, over the axis' range.
+UOpList AxisVariables(const ShapeTracker& st) {
+  UOpList vars;
+  for (size_t i = 0; i < st.ndim(); ++i)
+    vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
+  return vars;
+}
 }  // namespace
 
 std::vector<int64_t> Kernel::MaskCuts(int axis) const {
@@ -134,9 +142,7 @@ std::vector<int64_t> Kernel::MaskCuts(int axis) const {
     }
     // Several views (a padded part reshaped): the composed gate, read for
     // comparisons of the axis with constants (x < c, and -x < c for x > -c).
-    UOpList vars;
-    for (size_t i = 0; i < st.ndim(); ++i)
-      vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
+    const UOpList vars = AxisVariables(st);
     const UOpRef valid = st.ToIndex(vars).second;
     const UOp* x = vars[axis].get();
     for (const UOp* u : Toposort(valid)) {
@@ -166,9 +172,7 @@ bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {
     // Several views (a masked axis split for vectors, heads split out of a
     // feature axis): the strides of the composed index along the axes where
     // it is affine, kNotAffine along the others.
-    UOpList vars;
-    for (size_t i = 0; i < st.ndim(); ++i)
-      vars.push_back(UOp::Variable(absl::StrCat("idx", i), 0, std::max<int64_t>(st.shape()[i] - 1, 0)));
+    const UOpList vars = AxisVariables(st);
     UOpRef idx = st.ToIndex(vars).first;
     for (size_t i = 0; i < st.ndim(); ++i) {
       if (st.shape()[i] == 1) continue;

@@ -193,9 +193,10 @@ class Lowerer {
   // -- cut where some load's mask starts or ends along that axis. Each
   // segment then sees only its parts' loads; the others fold away. Only from
   // two cuts on (a concatenation of two, or a pad on one side, keeps one
-  // loop), and at most kMaxSegments.
+  // loop); at most 64 segments of an elementwise body, 8 of a reduce (each
+  // segment is a copy of the body's source).
   std::vector<int64_t> Segments() const {
-    static constexpr size_t kMaxSegments = 64;
+    const size_t max_segments = k_.reduce() ? 8 : 64;
     int a0 = 0;
     while (a0 < k_.first_reduce() && k_.full_shape()[a0] == 1) ++a0;
     if (a0 == k_.first_reduce()) return {0, 1};
@@ -203,7 +204,8 @@ class Lowerer {
     std::vector<int64_t> cuts = {0};
     if (!k_.options().gpu) {
       std::vector<int64_t> inner = k_.MaskCuts(a0);
-      if (inner.size() >= 2 && inner.size() < kMaxSegments) cuts.insert(cuts.end(), inner.begin(), inner.end());
+      if (inner.size() >= 2 && inner.size() < max_segments)
+        cuts.insert(cuts.end(), inner.begin(), inner.end());
     }
     cuts.push_back(size);
     return cuts;
