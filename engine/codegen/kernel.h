@@ -131,8 +131,9 @@ class Kernel {
   // "r_64_16_1024_4_8" style: E_ for elementwise, r_ for reduce kernels.
   std::string Name() const;
 
-  // Where the masks of single-view loads / gates start or end along `axis`,
-  // inside (0, size): the parts of a concatenation along it.
+  // Where the masks of the loads / gates start or end along `axis`, inside
+  // (0, size): a single view's mask bounds, or the constants a composed
+  // gate compares the axis with. The parts of a concatenation along it.
   std::vector<int64_t> MaskCuts(int axis) const;
 
  private:

@@ -113,7 +113,7 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
           // a reduce, which is bound by its FMAs, or in an elementwise kernel
           // of transcendentals (EfficientNet's SiLU on 7x7 maps of 1152
           // channels: 235 -> 53 us). (clang 14 fails to select some masked
-          // index arithmetic of 8-lane integer elementwise kernels.)
+          // index arithmetic of 8-lane elementwise kernels.)
           if (PadGlobal(i, padded).ok()) w = width;
         }
         if (w && ApplyOpt({OptOp::kUpcast, i, w, true}).ok()) vec_axis = i;
