@@ -146,14 +146,27 @@ std::vector<int64_t> Kernel::MaskCuts(int axis) const {
     const UOpRef valid = st.ToIndex(vars).second;
     const UOp* x = vars[axis].get();
     for (const UOp* u : Toposort(valid)) {
-      if (u->op() != Op::kCmpLt || !IntConst(*u->src(1))) continue;
-      const int64_t c = *IntConst(*u->src(1));
+      if (u->op() != Op::kCmpLt) continue;
+      const std::optional<int64_t> c = IntConst(*u->src(1));
+      if (!c) continue;
       const UOp* l = u->src(0).get();
-      if (l == x) cut(c);
-      if (l->op() == Op::kMul && l->src(0).get() == x && IntConst(*l->src(1)) == -1) cut(1 - c);
+      if (l == x) cut(*c);
+      if (l->op() == Op::kMul && l->src(0).get() == x && IntConst(*l->src(1)) == -1) cut(1 - *c);
     }
   }
   return {cuts.begin(), cuts.end()};
+}
+
+std::vector<int64_t> Kernel::PartCuts(int axis) const {
+  std::vector<int64_t> cuts = MaskCuts(axis);
+  if (cuts.size() < 2) cuts.clear();
+  return cuts;
+}
+
+int Kernel::ParallelAxis() const {
+  for (int a = 0; a < first_reduce_; ++a)
+    if (full_shape_[a] > 1) return a;
+  return -1;
 }
 
 bool Kernel::Strides(const UOp* mem, std::vector<int64_t>* strides) const {

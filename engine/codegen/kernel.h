@@ -135,6 +135,12 @@ class Kernel {
   // (0, size): a single view's mask bounds, or the constants a composed
   // gate compares the axis with. The parts of a concatenation along it.
   std::vector<int64_t> MaskCuts(int axis) const;
+  // MaskCuts(axis) when it splits the axis into three or more parts (a
+  // concatenation of three or more, a pad on both sides), else none.
+  std::vector<int64_t> PartCuts(int axis) const;
+  // The first global axis longer than one (the loop a CPU kernel splits
+  // across threads), or -1.
+  int ParallelAxis() const;
 
  private:
   Kernel() = default;

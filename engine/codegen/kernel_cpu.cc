@@ -266,11 +266,10 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
 // (Segments in lowerer.cc). The images then are the inner loop; each (part,
 // image) block is still read and written contiguously.
 void Kernel::PartsOutermost() {
-  int first = 0;
-  while (first < first_reduce_ && full_shape_[first] == 1) ++first;
-  if (first >= first_reduce_ || MaskCuts(first).size() >= 2) return;
+  const int first = ParallelAxis();
+  if (first < 0 || !PartCuts(first).empty()) return;
   for (int a = first + 1; a < first_reduce_; ++a) {
-    if (MaskCuts(a).size() < 2) continue;
+    if (PartCuts(a).empty()) continue;
     std::vector<int> order = {a};
     for (int i = 0; i < ndim(); ++i)
       if (i != a) order.push_back(i);

@@ -125,23 +125,23 @@ class Lowerer {
   };
 
   absl::StatusOr<LinearProgram> Run() {
-    // Lowering runs these steps in order. With DEBUG>=5 the program so far
-    // is listed after each; the last step checks the result
-    // (CheckLinearProgram, linear_program.h).
-    static constexpr Step kSteps[] = {
-        {"axes", &Lowerer::ClassifyAxes},
-        {"global loops", &Lowerer::OpenGlobalLoops},
-        {"reduce", &Lowerer::LowerReduce},
-        {"stores", &Lowerer::LowerStores},
-        {"flatten", &Lowerer::FlattenProgram},
-        {"parameters", &Lowerer::OrderParameters},
-        {"check", &Lowerer::Check},
-    };
+    // Lowering runs these steps in order, the body's once per segment of the
+    // parallel axis (see Segments: each copy lowers its indices and gates
+    // over its own range). With DEBUG>=5 the program so far is listed after
+    // each; the last step checks the result (CheckLinearProgram).
+    static constexpr Step kPrologue[] = {{"axes", &Lowerer::ClassifyAxes}};
+    static constexpr Step kBody[] = {{"global loops", &Lowerer::OpenGlobalLoops},
+                                     {"reduce", &Lowerer::LowerReduce},
+                                     {"stores", &Lowerer::LowerStores}};
+    static constexpr Step kEpilogue[] = {{"flatten", &Lowerer::FlattenProgram},
+                                         {"parameters", &Lowerer::OrderParameters},
+                                         {"check", &Lowerer::Check}};
     LinearProgram p;
     const bool dump = Env().debug >= 5;
-    auto run = [&](const Step& step) -> absl::Status {
-      RETURN_IF_ERROR((this->*step.run)(&p));
-      if (dump) {
+    auto run = [&](const auto& steps) -> absl::Status {
+      for (const Step& step : steps) {
+        RETURN_IF_ERROR((this->*step.run)(&p));
+        if (!dump) continue;
         LinearProgram so_far = p;
         if (so_far.uops.empty()) so_far.uops = em_.Flatten();
         std::fprintf(stderr, "lower %s after %s:\n%s", p.name.c_str(), step.name,
@@ -149,19 +149,16 @@ class Lowerer {
       }
       return absl::OkStatus();
     };
-    RETURN_IF_ERROR(run(kSteps[0]));
-    // The loops and the body, once per segment of the parallel axis (see
-    // Segments): each copy lowers its indices and gates over its own range.
+    RETURN_IF_ERROR(run(kPrologue));
     const std::vector<int64_t> cuts = Segments();
     for (size_t seg = 0; seg + 1 < cuts.size(); ++seg) {
       segment_ = {cuts[seg], cuts[seg + 1]};
-      segmented_ = cuts.size() > 2;
       memo_.clear();
       reduce_result_.clear();
       open_loops_ = 0;
-      for (int i = 1; i <= 3; ++i) RETURN_IF_ERROR(run(kSteps[i]));
+      RETURN_IF_ERROR(run(kBody));
     }
-    for (size_t i = 4; i < sizeof(kSteps) / sizeof(kSteps[0]); ++i) RETURN_IF_ERROR(run(kSteps[i]));
+    RETURN_IF_ERROR(run(kEpilogue));
     return p;
   }
 
@@ -186,28 +183,20 @@ class Lowerer {
     return absl::OkStatus();
   }
 
-  // The bounds of the segments the parallel (first real global) axis is
-  // lowered in: [0, size) alone, or -- on CPUs, where a part of a
-  // concatenation is a masked load that every element evaluates (a
-  // 25-part DenseNet concatenation: 25 masked loads and selects per element)
-  // -- cut where some load's mask starts or ends along that axis. Each
-  // segment then sees only its parts' loads; the others fold away. Only from
-  // two cuts on (a concatenation of two, or a pad on one side, keeps one
-  // loop); at most 64 segments of an elementwise body, 8 of a reduce (each
-  // segment is a copy of the body's source).
+  // The bounds of the segments the parallel axis is lowered in: [0, size)
+  // alone, or on CPUs its parts (Kernel::PartCuts: a concatenation's parts,
+  // each a masked load that every element would evaluate), so each segment
+  // sees only its parts' loads and the others fold away. At most 64 segments
+  // of an elementwise body, 8 of a reduce (each is a copy of the body).
   std::vector<int64_t> Segments() const {
-    const size_t max_segments = k_.reduce() ? 8 : 64;
-    int a0 = 0;
-    while (a0 < k_.first_reduce() && k_.full_shape()[a0] == 1) ++a0;
-    if (a0 == k_.first_reduce()) return {0, 1};
-    const int64_t size = k_.full_shape()[a0];
+    const int a0 = k_.ParallelAxis();
+    if (a0 < 0) return {0, 1};
     std::vector<int64_t> cuts = {0};
     if (!k_.options().gpu) {
-      std::vector<int64_t> inner = k_.MaskCuts(a0);
-      if (inner.size() >= 2 && inner.size() < max_segments)
-        cuts.insert(cuts.end(), inner.begin(), inner.end());
+      std::vector<int64_t> parts = k_.PartCuts(a0);
+      if (parts.size() < (k_.reduce() ? 8u : 64u)) cuts.insert(cuts.end(), parts.begin(), parts.end());
     }
-    cuts.push_back(size);
+    cuts.push_back(k_.full_shape()[a0]);
     return cuts;
   }
 
@@ -232,7 +221,7 @@ class Lowerer {
       // The parallel loop covers the current segment (kParallelSegment:
       // clamped to the threads' slice when rendered).
       const int64_t lo = parallel ? segment_.first : 0, hi = parallel ? segment_.second : s;
-      const int64_t kind = !parallel ? 0 : segmented_ ? kParallelSegment : 1;
+      const int64_t kind = !parallel ? 0 : lo > 0 || hi < s ? kParallelSegment : 1;
       UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(lo), UOp::ConstInt(hi)},
                            Arg(std::vector<int64_t>{range_id_++, kind}));
       if (parallel) p->global[0] = s;
@@ -594,7 +583,6 @@ class Lowerer {
   int range_id_ = 0;
   int open_loops_ = 0;
   std::pair<int64_t, int64_t> segment_{0, 0};  // of the parallel axis (Segments)
-  bool segmented_ = false;
 };
 
 }  // namespace
