@@ -77,6 +77,8 @@ class Scope {
   int now_ = 0;
 };
 
+class DerivedWeights;
+
 class GraphBuilder {
  public:
   struct Options {
@@ -86,6 +88,9 @@ class GraphBuilder {
     // Model-local functions by "domain:name".
     std::map<std::string, const onnx::FunctionProto*> functions;
     const OpRegistry* registry = nullptr;  // null: StandardOps()
+    // The model's cache of weights derived from its constants (derived_weights.h);
+    // null: none are derived.
+    DerivedWeights* derived = nullptr;
   };
   explicit GraphBuilder(Options options);
   GraphBuilder(const GraphBuilder&) = delete;
@@ -93,6 +98,7 @@ class GraphBuilder {
 
   Engine* engine() const { return options_.engine; }
   const std::string& device() const { return options_.device; }
+  DerivedWeights* derived() const { return options_.derived; }
   // The imported version of `domain` ("" / "ai.onnx" alike); -1 when absent.
   int64_t Opset(const std::string& domain) const;
 

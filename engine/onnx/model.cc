@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
+#include "engine/onnx/derived_weights.h"
 #include "engine/onnx/graph_check.h"
 #include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/ops_common.h"
@@ -90,6 +91,8 @@ absl::StatusOr<OnnxValue> InitializerValue(const onnx::TensorProto& t, const std
 
 OnnxModel::~OnnxModel() = default;
 
+size_t OnnxModel::derived_weights() const { return derived_ ? derived_->size() : 0; }
+
 absl::StatusOr<std::unique_ptr<OnnxModel>> OnnxModel::Load(const std::string& path,
                                                           Engine* engine,
                                                           const std::string& device) {
@@ -165,6 +168,7 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
   // here, applied as the weights upload below.
   const std::set<std::string> transposed = PlanPrepack(proto_.get());
   prepacked_ = static_cast<int>(transposed.size());
+  derived_ = std::make_unique<DerivedWeights>(&weights_);
   const onnx::GraphProto& g = mp.graph();
   std::set<std::string> init_names;
   for (const onnx::TensorProto& t : g.initializer()) {
@@ -243,6 +247,7 @@ absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
   opts.device = device_;
   opts.opsets = opsets_;
   opts.functions = functions_;
+  opts.derived = derived_.get();
   GraphBuilder builder(opts);
   const onnx::GraphProto& graph = proto_->graph();
   scope.SetLastUses(ComputeLastUses(graph));

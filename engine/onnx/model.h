@@ -64,6 +64,8 @@ class OnnxModel {
   const std::string& device() const { return device_; }
   // Initializers whose layout the load changed (prepack.h).
   int prepacked() const { return prepacked_; }
+  // Weights derived from the model's constants so far (derived_weights.h).
+  size_t derived_weights() const;
 
   // Builds the graph for `inputs` (one per inputs(), in order; dtypes and
   // static dims must match) and returns the unrealized outputs.
@@ -90,6 +92,8 @@ class OnnxModel {
   int prepacked_ = 0;
   std::vector<ValueInfo> inputs_, outputs_;
   Scope weights_;
+  // Winograd weights etc., derived from weights_ at first use.
+  std::unique_ptr<DerivedWeights> derived_;
   std::map<std::string, const onnx::FunctionProto*> functions_;
 };
 

@@ -1,7 +1,10 @@
 // Linear algebra, convolution and pooling: MatMul, Gemm, Conv,
 // ConvTranspose, MaxPool, AveragePool, LpPool, Global*Pool.
 #include <cmath>
+#include <optional>
 
+#include "engine/onnx/derived_weights.h"
+#include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/ops_common.h"
 
 namespace kiln {
@@ -99,6 +102,27 @@ absl::StatusOr<Geometry> GetGeometry(const OpContext& ctx, const Shape& in,
 
 Shape Spatial(const Tensor& x) { return Shape(x.shape().begin() + 2, x.shape().end()); }
 
+// A 3x3 convolution as Winograd F(2 x 2, 3 x 3) (tensor_winograd.cc) where
+// Tensor::WinogradPays says so, on the CPU (the only device it was
+// measured on), when the weight is the model's own constant: its transform
+// is then computed once (DerivedWeights) instead of in every run. Nothing
+// otherwise, or when the transform fails: the caller convolves directly.
+std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor& w,
+                                   const Tensor* bias, const Tensor::ConvOptions& o) {
+  const std::nullopt_t skip = std::nullopt;
+  DerivedWeights* derived = ctx.builder()->derived();
+  const std::string& name = ctx.node().input(1);
+  if (derived == nullptr || ctx.device() != "CPU" || !derived->IsConstant(name, &ctx.Raw(1)))
+    return skip;
+  if (!Tensor::WinogradPays(x.shape(), w.shape(), o)) return skip;
+  absl::StatusOr<Tensor> u = derived->Get(absl::StrCat(name, "/winograd/", w.dtype().Name()),
+                                          [&] { return w.WinogradWeights(); });
+  if (!u.ok()) return skip;
+  Tensor y = x.ConvWinograd(*u, o.padding);
+  if (!bias) return y;
+  return y + bias->Cast(y.dtype()).Reshape({1, bias->numel(), 1, 1});
+}
+
 absl::Status ConvOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(2, 3));
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
@@ -124,7 +148,8 @@ absl::Status ConvOp(OpContext& ctx) {
     w = w.Cast(dtypes::kFloat32);
     if (bias) bias = bias->Cast(dtypes::kFloat32);
   }
-  Tensor y = x.Conv(w, bias ? &*bias : nullptr, o);
+  std::optional<Tensor> wino = WinogradConv(ctx, x, w, bias ? &*bias : nullptr, o);
+  Tensor y = wino ? *wino : x.Conv(w, bias ? &*bias : nullptr, o);
   ctx.Set(0, half ? y.Cast(t) : y);
   return absl::OkStatus();
 }

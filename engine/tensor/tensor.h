@@ -292,6 +292,15 @@ class Tensor {
   Tensor Conv2d(const Tensor& w, const Tensor* bias, const ConvOptions& o) const {
     return Conv(w, bias, o);
   }
+  // Winograd F(2 x 2, 3 x 3) (tensor_winograd.cc): the weight (Cout, Cin,
+  // 3, 3) transformed to (16, Cout, Cin), and the convolution of this
+  // (N, Cin, H, W) with such weights, stride 1.
+  Tensor WinogradWeights() const;
+  Tensor ConvWinograd(const Tensor& u, const Pads& padding) const;
+  // Whether a convolution of an input of shape `x` with a weight of shape
+  // `w` runs faster as ConvWinograd on a CPU (the rule and its
+  // measurements: tensor_winograd.cc).
+  static bool WinogradPays(const Shape& x, const Shape& w, const ConvOptions& o);
   // w (Cin, Cout/groups, *kernel); output_padding per spatial dim.
   Tensor ConvTranspose(const Tensor& w, const Tensor* bias, const ConvOptions& o,
                        const std::vector<int64_t>& output_padding = {}) const;

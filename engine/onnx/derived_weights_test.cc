@@ -1,0 +1,74 @@
+// A 3x3 convolution of a model constant runs as Winograd F(2x2, 3x3) on the
+// CPU with its weight transformed once (DerivedWeights), and gives what the
+// direct convolution gives.
+#include "engine/onnx/derived_weights.h"
+
+#include "engine/onnx/test_builder.h"
+
+namespace kiln {
+namespace {
+
+using namespace onnx_test;  // NOLINT: the test helpers
+
+constexpr int64_t kC = 32;  // the fewest channels Tensor::WinogradPays takes
+
+std::vector<float> Ramp(int64_t n, int seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7 + seed * 13) % 17) / 8 - 1;
+  return v;
+}
+
+// y = Conv(x, w, b), pads 1; w and b initializers, or else inputs.
+std::unique_ptr<OnnxModel> ConvModel(bool constant_weight) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, kC, -1, -1}).Output("y");
+  std::vector<float> wv = Ramp(kC * kC * 9, 1);
+  if (constant_weight)
+    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, {kC, kC, 3, 3}, dtypes::kFloat32));
+  else
+    b.Input("w", TensorProto::FLOAT, {kC, kC, 3, 3});
+  std::vector<float> bv = Ramp(kC, 2);
+  b.Init("b", HostTensor::FromDoubles({bv.begin(), bv.end()}, {kC}, dtypes::kFloat32));
+  AttrInts(b.Node("Conv", {"x", "w", "b"}, {"y"}), "pads", {1, 1, 1, 1});
+  return Load(b);
+}
+
+TEST(DerivedWeightsTest, WinogradConvolutionOfAConstantWeight) {
+  auto wino = ConvModel(true), direct = ConvModel(false);
+  ASSERT_TRUE(wino && direct);
+  Tensor w = F(Ramp(kC * kC * 9, 1), {kC, kC, 3, 3});
+  Engine* e = TestEngine();
+  uint64_t kernels[3];
+  // 12 x 12 (36 tiles) and an odd 2 x 9 x 13 batch (2 x 5 x 7 tiles, the
+  // last tile row and column half outside): one transformed weight serves
+  // both shapes.
+  const Shape shapes[] = {{1, kC, 12, 12}, {2, kC, 9, 13}, {1, kC, 12, 12}};
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    Tensor x = F(Ramp(Prod(shapes[i]), 3 + i % 2), shapes[i]);
+    ASSERT_TRUE(x.Realize().ok());
+    uint64_t before = e->stats().kernels_run;
+    std::vector<double> got = RunOne(*wino, {x});
+    kernels[i] = e->stats().kernels_run - before;
+    EXPECT_EQ(wino->derived_weights(), 1u);
+    ExpectNear(got, RunOne(*direct, {x, w}), 1e-4, 1e-4);
+  }
+  // The first run also transformed the weight: one kernel more than the
+  // same shape later.
+  EXPECT_EQ(kernels[0], kernels[2] + 1);
+  // A weight that is an input is never derived from (it may change per call).
+  EXPECT_EQ(direct->derived_weights(), 0u);
+}
+
+// Too few tiles (a 4 x 4 map: 4), too few channels, or a stride: direct.
+TEST(DerivedWeightsTest, SmallOrStridedConvolutionsStayDirect) {
+  auto wino = ConvModel(true);
+  ASSERT_TRUE(wino);
+  RunOne(*wino, {F(Ramp(kC * 16, 0), {1, kC, 4, 4})});
+  EXPECT_EQ(wino->derived_weights(), 0u);
+  RunOne(*wino, {F(Ramp(kC * 144, 0), {1, kC, 12, 12})});
+  EXPECT_EQ(wino->derived_weights(), 1u);
+}
+
+}  // namespace
+}  // namespace kiln
