@@ -335,6 +335,28 @@ TEST_F(CodegenTest, ConcatConsumersLoopOverEachPart) {
   // Batched, the parts run along the second axis, which the heuristics
   // move outermost (Kernel::PartsOutermost).
   EXPECT_EQ(count(kernel({3, 5, 2, 4}, 2), "(int)(start > "), 4u);
+  // Kernel::MaskedOutOn: in each part's segment exactly one part's load is
+  // live; the lowerer builds no index for the others.
+  {
+    std::vector<Tensor> parts;
+    for (int64_t c : {3, 5, 2, 4}) parts.push_back(A({1, c, 5, 6}).Relu());
+    Schedule s = Sched({(Tensor::Cat(parts, 1) * 2.0).Sigmoid()});
+    ASSERT_EQ(s.items.size(), 1u);
+    auto k = Kernel::Create(s.items[0].ast, RendererOptions{});
+    ASSERT_TRUE(k.ok()) << k.status();
+    const int a0 = k->ParallelAxis();
+    ASSERT_GE(a0, 0);
+    std::vector<int64_t> cuts = k->PartCuts(a0);
+    cuts.insert(cuts.begin(), 0);
+    cuts.push_back(k->full_shape()[a0]);
+    ASSERT_EQ(cuts.size(), 5u);
+    for (size_t seg = 0; seg + 1 < cuts.size(); ++seg) {
+      int live = 0;
+      for (const UOp* u : Toposort(k->ast()))
+        if (u->op() == Op::kLoad) live += !k->MaskedOutOn(u, a0, cuts[seg], cuts[seg + 1]);
+      EXPECT_EQ(live, 1) << "segment " << seg;
+    }
+  }
   for (int64_t batch : {1, 3}) {
     SCOPED_TRACE(absl::StrCat("batch ", batch));
     ExpectCpuMatchesInterp([&](const std::string& dev) {

@@ -142,9 +142,8 @@ std::vector<int64_t> Kernel::MaskCuts(int axis) const {
     }
     // Several views (a padded part reshaped): the composed gate, read for
     // comparisons of the axis with constants (x < c, and -x < c for x > -c).
-    const UOpList vars = AxisVariables(st);
-    const UOpRef valid = st.ToIndex(vars).second;
-    const UOp* x = vars[axis].get();
+    const auto& [xv, valid] = ComposedGate(m, axis);
+    const UOp* x = xv.get();
     for (const UOp* u : Toposort(valid)) {
       if (u->op() != Op::kCmpLt) continue;
       const std::optional<int64_t> c = IntConst(*u->src(1));
@@ -161,6 +160,32 @@ std::vector<int64_t> Kernel::PartCuts(int axis) const {
   std::vector<int64_t> cuts = MaskCuts(axis);
   if (cuts.size() < 2) cuts.clear();
   return cuts;
+}
+
+const std::pair<UOpRef, UOpRef>& Kernel::ComposedGate(const UOp* mem, int axis) const {
+  auto it = gate_cache_.find({mem, axis});
+  if (it == gate_cache_.end()) {
+    const UOpList vars = AxisVariables(sts_.at(mem));
+    it = gate_cache_.emplace(std::pair{mem, axis},
+                             std::pair{vars[axis], sts_.at(mem).ToIndex(vars).second})
+             .first;
+  }
+  return it->second;
+}
+
+bool Kernel::MaskedOutOn(const UOp* mem, int axis, int64_t lo, int64_t hi) const {
+  const ShapeTracker& st = sts_.at(mem);
+  if (!st.HasMask() || lo >= hi) return false;
+  if (st.views().size() == 1) {
+    auto [a, b] = (*st.view().mask())[axis];
+    return b <= lo || a >= hi;
+  }
+  const auto& [x, gate] = ComposedGate(mem, axis);
+  auto [hit, added] = masked_out_cache_.emplace(std::tuple{gate.get(), lo, hi}, false);
+  if (added)
+    hit->second =
+        Simplify(Substitute(gate, {{x.get(), UOp::Variable("seg", lo, hi - 1)}}))->IsConstInt(0);
+  return hit->second;
 }
 
 int Kernel::ParallelAxis() const {

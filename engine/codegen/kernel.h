@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <string>
 #include <vector>
@@ -138,6 +139,10 @@ class Kernel {
   // MaskCuts(axis) when it splits the axis into three or more parts (a
   // concatenation of three or more, a pad on both sides), else none.
   std::vector<int64_t> PartCuts(int axis) const;
+  // True when `mem` reads zero everywhere in [lo, hi) along `axis`: its mask
+  // (or, through several views, its composed gate) excludes that range. The
+  // lowerer skips such loads in a segment of a concatenation's consumer.
+  bool MaskedOutOn(const UOp* mem, int axis, int64_t lo, int64_t hi) const;
   // The first global axis longer than one (the loop a CPU kernel splits
   // across threads), or -1.
   int ParallelAxis() const;
@@ -186,6 +191,13 @@ class Kernel {
   std::map<const UOp*, ShapeTracker> sts_;
   // Strides of multi-view trackers, until sts_ change.
   mutable std::map<const UOp*, std::vector<int64_t>> stride_cache_;
+  // The variable of `axis` and the gate of `mem` (all its views) over
+  // variables spanning each axis; cached.
+  const std::pair<UOpRef, UOpRef>& ComposedGate(const UOp* mem, int axis) const;
+  // Per (mem, axis), the axis' variable and the composed gate;
+  // per (gate, lo, hi), the answer (the loads of one part share a gate).
+  mutable std::map<std::pair<const UOp*, int>, std::pair<UOpRef, UOpRef>> gate_cache_;
+  mutable std::map<std::tuple<const UOp*, int64_t, int64_t>, bool> masked_out_cache_;
   Shape full_shape_;
   int first_reduce_ = 0;
   int upcasted_ = 0;

@@ -71,17 +71,43 @@ std::vector<Tensor> Transform2D(const std::vector<Tensor>& in, int cols, const d
 
 }  // namespace
 
+// On the host: the weight is read back and each channel pair's 3 x 3 taps
+// become 4 x 4. As a device kernel (a stack of 16 sums of tap views) it ran
+// in a few ms but took 30-60 ms per weight to lower, on every start.
 Tensor Tensor::WinogradWeights() const {
   if (!ok()) return *this;
   if (ndim() != 4 || shape()[2] != 3 || shape()[3] != 3)
     return Fail(*this,
                 absl::StrCat("winograd: weight ", ShapeStr(shape()), " is not (Cout, Cin, 3, 3)"));
-  const int64_t cout = shape()[0], cin = shape()[1];
-  std::vector<Tensor> taps;
-  for (int64_t k = 0; k < 3; ++k)
-    for (int64_t l = 0; l < 3; ++l)
-      taps.push_back(Shrink({{0, cout}, {0, cin}, {k, k + 1}, {l, l + 1}}).Reshape({cout, cin}));
-  return Stack(Transform2D(taps, 3, kG, kA), 0).Contiguous();  // (16, Cout, Cin)
+  const int64_t pairs = shape()[0] * shape()[1];
+  // Float32 weights are read as they are (a cast to float64 would be one
+  // more kernel to compile per weight shape).
+  Tensor w = *this;
+  absl::StatusOr<std::vector<double>> g;
+  if (dtype() == dtypes::kFloat32) {
+    absl::StatusOr<std::vector<float>> f = w.ToVector<float>();
+    if (f.ok()) g = std::vector<double>(f->begin(), f->end());
+    else g = f.status();
+  } else {
+    g = w.ToDoubles();
+  }
+  if (!g.ok()) return TensorInternal::ErrorLike(*this, g.status());
+  std::vector<double> u(static_cast<size_t>(pairs) * kA * kA);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const double* t = g->data() + p * 9;
+    double gt[kA * 3];  // G g: (4 x 3)
+    for (int i = 0; i < kA; ++i)
+      for (int l = 0; l < 3; ++l)
+        gt[i * 3 + l] = kG[i * 3] * t[l] + kG[i * 3 + 1] * t[3 + l] + kG[i * 3 + 2] * t[6 + l];
+    for (int i = 0; i < kA; ++i)
+      for (int j = 0; j < kA; ++j)  // (G g Gt)[i][j], stored plane-major: (16, Cout, Cin)
+        u[static_cast<size_t>((i * kA + j) * pairs + p)] =
+            gt[i * 3] * kG[j * 3] + gt[i * 3 + 1] * kG[j * 3 + 1] + gt[i * 3 + 2] * kG[j * 3 + 2];
+  }
+  const Shape us = {kA * kA, shape()[0], shape()[1]};
+  if (dtype() == dtypes::kFloat32)
+    return FromVector(engine(), std::vector<float>(u.begin(), u.end()), us, dtype(), device());
+  return FromVector(engine(), u, us, dtypes::kFloat64, device()).Cast(dtype()).Contiguous();
 }
 
 Tensor Tensor::ConvWinograd(const Tensor& u, const Pads& padding) const {
