@@ -318,9 +318,10 @@ TEST_F(CodegenTest, ConcatConsumersLoopOverEachPart) {
     for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
     return n;
   };
-  auto kernel = [&](const std::vector<int64_t>& channels, int64_t batch) {
+  auto kernel = [&](const std::vector<int64_t>& channels, int64_t batch, int64_t h = 5,
+                    int64_t w = 6) {
     std::vector<Tensor> parts;
-    for (int64_t c : channels) parts.push_back(A({batch, c, 5, 6}).Relu());
+    for (int64_t c : channels) parts.push_back(A({batch, c, h, w}).Relu());
     Schedule s = Sched({(Tensor::Cat(parts, 1) * 2.0).Sigmoid()});
     EXPECT_EQ(s.items.size(), 1u);
     return s.items.empty() ? std::string() : Source(s.items.back(), "cat");
@@ -335,6 +336,10 @@ TEST_F(CodegenTest, ConcatConsumersLoopOverEachPart) {
   // Batched, the parts run along the second axis, which the heuristics
   // move outermost (Kernel::PartsOutermost).
   EXPECT_EQ(count(kernel({3, 5, 2, 4}, 2), "(int)(start > "), 4u);
+  // Also when the heuristics reshape the views after reading the cuts (a
+  // 14 x 14 map merged to 196 and split into masked vectors): the gates are
+  // read from the views as they end up (Kernel::ClearViewCaches).
+  EXPECT_EQ(count(kernel({3, 5, 2, 4}, 8, 14, 14), "(int)(start > "), 4u);
   // Kernel::MaskedOutOn: in each part's segment exactly one part's load is
   // live; the lowerer builds no index for the others.
   {

@@ -70,6 +70,12 @@ absl::StatusOr<Kernel> Kernel::Create(const UOpRef& ast, const RendererOptions& 
   return k;
 }
 
+void Kernel::ClearViewCaches() {
+  stride_cache_.clear();
+  gate_cache_.clear();
+  masked_out_cache_.clear();
+}
+
 const Shape& Kernel::output_shape() const { return sts_.at(ast_->src(0).get()).shape(); }
 
 bool Kernel::IsReduceAxis(int axis) const {
@@ -77,7 +83,7 @@ bool Kernel::IsReduceAxis(int axis) const {
 }
 
 void Kernel::PermuteAll(const std::vector<int>& order) {
-  stride_cache_.clear();
+  ClearViewCaches();
   for (auto& [u, st] : sts_) st = st.Permute(order);
   Shape f;
   for (int o : order) f.push_back(full_shape_[o]);
@@ -87,7 +93,7 @@ void Kernel::PermuteAll(const std::vector<int>& order) {
 void Kernel::ReshapeAll(const std::vector<Shape>& shapes) {
   // shapes[0]: new full shape, shapes[1]: new output shape.
   const Shape old_full = full_shape_;
-  stride_cache_.clear();
+  ClearViewCaches();
   for (auto& [u, st] : sts_) st = st.Reshape(st.shape() == old_full ? shapes[0] : shapes[1]);
   full_shape_ = shapes[0];
 }
@@ -301,7 +307,7 @@ absl::Status Kernel::PadGlobal(int axis, int64_t size) {
 void Kernel::GrowAxis(int axis, int64_t size) {
   std::vector<std::pair<int64_t, int64_t>> pads(ndim(), {0, 0});
   pads[axis] = {0, size - full_shape_[axis]};
-  stride_cache_.clear();
+  ClearViewCaches();
   for (auto& [u, st] : sts_) {
     if (st.shape()[axis] != full_shape_[axis]) continue;  // output-shaped: size 1 there
     // A view that does not move along the axis (a broadcast operand) reads
@@ -335,6 +341,7 @@ absl::Status Kernel::PadReduce(int axis, int64_t size) {
   UOpRef ast = Substitute(ast_, {{reduce_, red}});
   const UOp* store = ast->src(0).get();
   ShapeTracker store_st = sts_.at(old_store);
+  ClearViewCaches();
   sts_.erase(old_store);
   sts_.emplace(store, store_st);
   sts_.emplace(valid.get(), ShapeTracker::FromShape(full_shape_));

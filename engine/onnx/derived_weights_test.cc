@@ -39,10 +39,10 @@ TEST(DerivedWeightsTest, WinogradConvolutionOfAConstantWeight) {
   Tensor w = F(Ramp(kC * kC * 9, 1), {kC, kC, 3, 3});
   Engine* e = TestEngine();
   uint64_t kernels[3];
-  // 12 x 12 (36 tiles) and an odd 2 x 9 x 13 batch (2 x 5 x 7 tiles, the
-  // last tile row and column half outside): one transformed weight serves
-  // both shapes.
-  const Shape shapes[] = {{1, kC, 12, 12}, {2, kC, 9, 13}, {1, kC, 12, 12}};
+  // 16 x 16 (64 tiles, 8 a row) and an odd 2 x 9 x 17 batch (2 x 5 x 9
+  // tiles, the last tile row and column half outside): one transformed
+  // weight serves both shapes.
+  const Shape shapes[] = {{1, kC, 16, 16}, {2, kC, 9, 17}, {1, kC, 16, 16}};
   for (int i = 0; i < 3; ++i) {
     SCOPED_TRACE(i);
     Tensor x = F(Ramp(Prod(shapes[i]), 3 + i % 2), shapes[i]);
@@ -60,13 +60,16 @@ TEST(DerivedWeightsTest, WinogradConvolutionOfAConstantWeight) {
   EXPECT_EQ(direct->derived_weights(), 0u);
 }
 
-// Too few tiles (a 4 x 4 map: 4), too few channels, or a stride: direct.
-TEST(DerivedWeightsTest, SmallOrStridedConvolutionsStayDirect) {
+// Too few tiles (a 4 x 4 map: 4), or rows of fewer than 8 tiles with 32
+// channels each side (a 12 x 12 map): direct.
+TEST(DerivedWeightsTest, SmallConvolutionsStayDirect) {
   auto wino = ConvModel(true);
   ASSERT_TRUE(wino);
   RunOne(*wino, {F(Ramp(kC * 16, 0), {1, kC, 4, 4})});
   EXPECT_EQ(wino->derived_weights(), 0u);
   RunOne(*wino, {F(Ramp(kC * 144, 0), {1, kC, 12, 12})});
+  EXPECT_EQ(wino->derived_weights(), 0u);
+  RunOne(*wino, {F(Ramp(kC * 256, 0), {1, kC, 16, 16})});
   EXPECT_EQ(wino->derived_weights(), 1u);
 }
 

@@ -8,12 +8,12 @@
 //   M = sum over Cin of U * V   (16 independent matmuls)
 //   Y = At M A      (output tiles, per output channel: additions only)
 //
-// As tensor ops, four kernels: the padded input split into its 2 x 2
+// As tensor ops, five kernels: the padded input split into its 2 x 2
 // phases; the input transform writing the 16 transformed planes one after
 // the other (a stack: one loop per plane); the matmuls, one reduce kernel
 // shaped like a 1x1 convolution over the tiles of the whole batch; and the
-// output transform writing the 4 output phases, which the consumer reads
-// through a view that interleaves them into rows. F(4 x 4, 3 x 3) (4x
+// output transform writing the 4 output phases; then one copy interleaves
+// them into rows. F(4 x 4, 3 x 3) (4x
 // fewer multiplies) was measured slower on every ResNet-18 layer: its
 // transforms (484 terms per tile and channel, where F(2 x 2) has 64
 // additions) cost more than the matmuls they save.
@@ -165,7 +165,11 @@ Tensor Tensor::ConvWinograd(const Tensor& u, const Pads& padding) const {
           .Permute({3, 2, 4, 0, 5, 1})
           .Reshape({n, cout, th * m, tw * m})
           .Shrink({{0, n}, {0, cout}, {0, oh}, {0, ow}});
-  return y;
+  // Copied out in rows: every reader of the output through the interleaving
+  // view would gather (DenseNet reads each convolution's output in every
+  // later layer of its block: batch 8 at 1 thread 578 -> 475 ms of kernels);
+  // the copy costs no measurable time at batch 1.
+  return y.Contiguous();
 }
 
 // Where the matmuls are large enough to pay for the two
@@ -176,21 +180,33 @@ Tensor Tensor::ConvWinograd(const Tensor& u, const Pads& padding) const {
 // weight, used 16 times) 1.5x: hence a floor on the tiles.
 bool Tensor::WinogradPays(const Shape& x, const Shape& w, const ConvOptions& o) {
   constexpr int64_t kMinChannels = 32, kMinTiles = 32;
+  constexpr double kMaxUnbalancedBytes = 8 << 20;
   if (x.size() != 4 || w.size() != 4 || w[2] != 3 || w[3] != 3 || o.groups != 1 || w[1] != x[1])
     return false;
   for (const std::vector<int64_t>* v : {&o.stride, &o.dilation})
     for (int64_t s : *v)
       if (s != 1) return false;
   if (o.padding.size() != 2) return false;
-  int64_t tiles = x[0];
+  int64_t tiles = x[0], row = 0;  // tiles over the batch; per tile row
   for (int i = 0; i < 2; ++i) {
     auto [p0, p1] = o.padding[i];
     if (p0 < 0 || p0 > 2 || p1 < 0 || p1 > 2) return false;
     const int64_t out = x[2 + i] + p0 + p1 - 2;
     if (out < 1) return false;
     tiles *= (out + 1) / 2;
+    row = (out + 1) / 2;
   }
-  return x[1] >= kMinChannels && w[0] >= kMinChannels && tiles >= kMinTiles;
+  const int64_t cin = x[1], cout = w[0];
+  if (cin < kMinChannels || cout < kMinChannels || tiles < kMinTiles) return false;
+  // The transformed input and the matmuls' output, 16 planes each, are
+  // 4x the input and the output: kept only where the multiplies saved per
+  // byte moved (cin * cout / (cin + cout)) are many, or else where they stay
+  // in cache and the transforms' rows fill vectors (8+ tiles). DenseNet's
+  // 128 -> 32 channels (25.6) paid at batch 1 (56- and 28-wide maps: 7.7
+  // and 1.9 MiB) but not at batch 8 (61 MiB), nor on its 14-wide maps
+  // (7 tiles a row: the input transform at 20 GFLOP/s).
+  const double bytes = 16.0 * static_cast<double>(cin + cout) * static_cast<double>(tiles) * 4;
+  return cin * cout >= 32 * (cin + cout) || (bytes <= kMaxUnbalancedBytes && row >= 8);
 }
 
 }  // namespace kiln

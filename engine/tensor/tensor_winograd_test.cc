@@ -67,9 +67,9 @@ TEST_P(WinogradTest, MatchesTheReference) {
 }
 
 // Of a realized input with realized weights: the phase split, the input
-// transform, the matmuls and the output transform; the output's consumer
-// (here a ReLU) reads the phases in place.
-TEST_P(WinogradTest, FourKernels) {
+// transform, the matmuls, the output transform and the copy into rows; the
+// output's consumer (here a ReLU) is one more.
+TEST_P(WinogradTest, FiveKernelsAndTheConsumer) {
   Tensor x = T(Ramp(2 * 4 * 6 * 6, 3), {2, 4, 6, 6});
   Tensor u = T(Ramp(4 * 4 * 9, 4), {4, 4, 3, 3}).WinogradWeights();
   ASSERT_TRUE(x.Realize().ok());
@@ -77,7 +77,7 @@ TEST_P(WinogradTest, FourKernels) {
   Tensor y = x.ConvWinograd(u, {{1, 1}, {1, 1}}).Relu();
   uint64_t before = e->stats().kernels_run;
   ASSERT_TRUE(y.Realize().ok());
-  EXPECT_EQ(e->stats().kernels_run - before, 5u);
+  EXPECT_EQ(e->stats().kernels_run - before, 6u);
 }
 
 TEST_P(WinogradTest, BadShapesAreErrors) {
@@ -97,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(Devices, WinogradTest, ::testing::ValuesIn(TestDevices(
                          DeviceParamName);
 
 // The rule: 3x3, stride 1, dilation 1, one group, pads up to 2, at least 32
-// input and output channels and 32 tiles of 2 x 2 outputs over the batch.
+// input and output channels and 32 tiles of 2 x 2 outputs over the batch,
+// and channels balanced enough or the transformed planes small.
 TEST(WinogradPaysTest, ShapesThatPay) {
   auto pays = [](Shape x, Shape w, std::vector<int64_t> stride = {},
                  std::vector<int64_t> dilation = {}, int64_t groups = 1, int64_t pad = 1) {
@@ -121,6 +122,12 @@ TEST(WinogradPaysTest, ShapesThatPay) {
   EXPECT_FALSE(pays({1, 64, 56, 56}, {64, 64, 3, 3}, {}, {}, 1, 3));  // pads 3
   EXPECT_FALSE(pays({1, 64, 56}, {64, 64, 3}));                       // 1-D
   EXPECT_FALSE(pays({1, 64, 56, 56}, {64, 32, 3, 3}));                // channels differ
+  // Unbalanced channels (128 -> 32: 25.6 multiplies saved per byte moved)
+  // only while the transformed planes stay small and their rows fill vectors.
+  EXPECT_TRUE(pays({1, 128, 56, 56}, {32, 128, 3, 3}));   // 7.7 MiB, 28 tiles a row
+  EXPECT_FALSE(pays({8, 128, 56, 56}, {32, 128, 3, 3}));  // 61 MiB
+  EXPECT_FALSE(pays({1, 128, 14, 14}, {32, 128, 3, 3}));  // 7 tiles a row
+  EXPECT_TRUE(pays({8, 64, 56, 56}, {64, 64, 3, 3}));     // balanced: any size
 }
 
 }  // namespace
