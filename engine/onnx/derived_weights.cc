@@ -7,8 +7,8 @@
 namespace kiln {
 
 bool DerivedWeights::IsConstant(const std::string& name, const OnnxValue* v) const {
-  return v != nullptr && constants_ != nullptr && constants_->HasLocal(name) &&
-         constants_->Find(name) == v && v->is_tensor();
+  // The constants scope has no parent: Find looks only at its own entries.
+  return v != nullptr && constants_ != nullptr && constants_->Find(name) == v && v->is_tensor();
 }
 
 absl::StatusOr<Tensor> DerivedWeights::Get(const std::string& key,

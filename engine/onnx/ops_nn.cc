@@ -109,15 +109,14 @@ Shape Spatial(const Tensor& x) { return Shape(x.shape().begin() + 2, x.shape().e
 // otherwise, or when the transform fails: the caller convolves directly.
 std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                    const Tensor* bias, const Tensor::ConvOptions& o) {
-  const std::nullopt_t skip = std::nullopt;
   DerivedWeights* derived = ctx.builder()->derived();
   const std::string& name = ctx.node().input(1);
   if (derived == nullptr || ctx.device() != "CPU" || !derived->IsConstant(name, &ctx.Raw(1)))
-    return skip;
-  if (!Tensor::WinogradPays(x.shape(), w.shape(), o)) return skip;
+    return std::nullopt;
+  if (!Tensor::WinogradPays(x.shape(), w.shape(), o)) return std::nullopt;
   absl::StatusOr<Tensor> u = derived->Get(absl::StrCat(name, "/winograd/", w.dtype().Name()),
                                           [&] { return w.WinogradWeights(); });
-  if (!u.ok()) return skip;
+  if (!u.ok()) return std::nullopt;
   Tensor y = x.ConvWinograd(*u, o.padding);
   if (!bias) return y;
   return y + bias->Cast(y.dtype()).Reshape({1, bias->numel(), 1, 1});
