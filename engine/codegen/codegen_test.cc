@@ -136,6 +136,22 @@ TEST_F(CodegenTest, GoldenMatmul) {
   CheckGolden("matmul.c", Source(s.items[0], "matmul"));
 }
 
+// The CPU's index arithmetic (loop counters and what is computed from them
+// and constants) is 64-bit, so clang folds it into addresses; an index
+// loaded from memory, and an int32 tensor's own arithmetic, stay int.
+TEST_F(CodegenTest, CpuIndexArithmeticIs64Bit) {
+  Tensor idx = Tensor::Empty(e, {8}, dtypes::kInt32);
+  std::string take = Source(Sched({A({50, 16}).IndexSelect(0, idx)}).items.back(), "take");
+  EXPECT_NE(take.find("for (long long ridx"), std::string::npos) << take;
+  EXPECT_NE(take.find("int val"), std::string::npos) << take;
+  // (5 lanes: scalar code, where a 64-bit type could leak into the values.)
+  Tensor a = Tensor::Empty(e, {5}, dtypes::kInt32);
+  std::string arith = Source(Sched({(a * a + 7).Contiguous()}).items[0], "arith");
+  EXPECT_NE(arith.find("for (long long ridx"), std::string::npos) << arith;
+  EXPECT_NE(arith.find("int val"), std::string::npos) << arith;
+  EXPECT_EQ(arith.find("long long alu"), std::string::npos) << arith;
+}
+
 // Lowering ends with a spec check of the program (linear_program.h); each
 // broken rule is caught and named.
 TEST_F(CodegenTest, LinearProgramCheckCatchesBrokenPrograms) {

@@ -154,6 +154,10 @@ class CRenderer : public CStyleRenderer {
   std::string HalfHelpers() const override { return kHalfHelpers; }
   std::string Bf16Helpers() const override { return kBf16Helpers; }
   std::string DialectName() const override { return "C renderer"; }
+  // 64-bit index arithmetic: an int index is sign-extended at every address
+  // it forms (-fwrapv); a long long folds into the addressing mode (a 7x7
+  // 1x1 convolution's inner loop: 41 -> 17 instructions per 12 FMAs).
+  std::string IndexType() const override { return "long long"; }
   // The CPU lowering makes no GPU indices, local memory or barriers.
   std::string BufferParam(const std::string&, const std::string&, bool) const override {
     return NotOnCpu("buffer parameters");

@@ -29,6 +29,7 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
     if (u->op() == Op::kStore && u->src(0)->op() == Op::kDefineGlobal)
       stored.insert(u->src(0)->arg().Int());
   }
+  MarkIndexValues(uops);
   Signature sig;
   sig.name = name;
   std::string prologue, body;
@@ -44,7 +45,7 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
         expr_[&x] = absl::StrCat("data", x.arg().Int());
         break;
       case Op::kDefineVar:
-        AddVar(&sig, &prologue, x.arg().Str(), Type(x.dtype()), vars++);
+        AddVar(&sig, &prologue, x.arg().Str(), DeclType(x, Type(x.dtype())), vars++);
         expr_[&x] = x.arg().Str();
         break;
       case Op::kSpecial: {
@@ -73,7 +74,8 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
       case Op::kRange: {
         std::string n = absl::StrCat("ridx", x.arg().Ints()[0]);
         auto [lo, hi] = RangeBounds(x);
-        Line(&body, absl::StrCat("for (int ", n, " = ", lo, "; ", n, " < ", hi, "; ", n, "++) {"));
+        Line(&body, absl::StrCat("for (", DeclType(x, "int"), " ", n, " = ", lo, "; ", n, " < ", hi,
+                                 "; ", n, "++) {"));
         ++indent_;
         expr_[&x] = n;
         break;
@@ -107,7 +109,7 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
           expr_[&x] = e;
         } else {
           std::string n = absl::StrCat(x.op() == Op::kLoad ? "val" : "alu", tmp_++);
-          Line(&body, absl::StrCat(Type(x.dtype()), " ", n, " = ", e, ";"));
+          Line(&body, absl::StrCat(DeclType(x, Type(x.dtype())), " ", n, " = ", e, ";"));
           expr_[&x] = n;
         }
       }
@@ -118,6 +120,47 @@ std::string CStyleRenderer::Render(const std::string& name, const UOpList& uops)
   if (bf16_) absl::StrAppend(&helpers, Bf16Helpers());
   sig.uses_double = double_;
   return Wrap(sig, helpers, prologue, body);
+}
+
+// An int32 scalar computed only from loop counters, variables and
+// constants by integer arithmetic is an index: where the dialect asks for
+// it (the CPU's C: 64-bit), it is declared with IndexType. Such a value
+// stays within int32 wherever it addresses a buffer, so the wider type
+// changes no result; clang then folds it into addressing instead of
+// sign-extending an int (kernels are compiled with -fwrapv) at every load.
+// Values mixed with loaded data, and uint32 arithmetic (the hashes of
+// Rand), keep their type and its wrapping.
+void CStyleRenderer::MarkIndexValues(const UOpList& uops) {
+  index_.clear();
+  if (IndexType().empty()) return;
+  for (const UOpRef& u : uops) {
+    const UOp& x = *u;
+    if (x.dtype().count != 1 || x.dtype().scalar != ScalarType::kInt32) continue;
+    switch (x.op()) {
+      case Op::kRange:
+      case Op::kDefineVar:
+        index_.insert(&x);
+        break;
+      case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kIDiv: case Op::kMod:
+      case Op::kMax: case Op::kNeg: case Op::kMulAcc: case Op::kWhere: case Op::kShl:
+      case Op::kShr: case Op::kAnd: {
+        bool any = false, all = true;
+        for (size_t i = x.op() == Op::kWhere ? 1 : 0; i < x.src().size(); ++i) {
+          const UOp* s = x.src(i).get();
+          if (index_.count(s)) any = true;
+          else if (!s->IsConst()) all = false;
+        }
+        if (any && all) index_.insert(&x);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+std::string CStyleRenderer::DeclType(const UOp& x, const std::string& type) const {
+  return index_.count(&x) ? IndexType() : type;
 }
 
 void CStyleRenderer::AddBuffer(Signature* sig, std::string* /*prologue*/, int64_t index,

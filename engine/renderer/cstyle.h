@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,9 @@ class CStyleRenderer {
   virtual std::string Barrier() const = 0;
   // Name used in messages ("CUDA renderer").
   virtual std::string DialectName() const = 0;
+  // The C type of scalar index arithmetic: int32 values computed only from
+  // loop counters, variables and constants. "" (the default) keeps int.
+  virtual std::string IndexType() const { return ""; }
 
   // ---- value hooks: the base renders scalars; a vector dialect overrides
   // them and defers its scalar cases here ----
@@ -120,6 +124,10 @@ class CStyleRenderer {
  private:
   std::unordered_map<const UOp*, std::string> expr_;
   std::unordered_map<const UOp*, int> uses_;
+  // Values declared with IndexType (MarkIndexValues).
+  std::unordered_set<const UOp*> index_;
+  void MarkIndexValues(const UOpList& uops);
+  std::string DeclType(const UOp& x, const std::string& type) const;
   bool double_ = false;
   int indent_ = 1;
   int tmp_ = 0;

@@ -38,8 +38,8 @@ void add(void** bufs, const long long* vars, long long start, long long end) {
   ki32x8 alu0 = ((ki32x8){0, 1, 2, 3, 4, 5, 6, 7});
   ki32x8 alu1 = ((ki32x8)(37));
   kf32x8 alu2 = ((kf32x8)(0.0f));
-  for (int ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
-    int alu3 = (ridx0*8);
+  for (long long ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
+    long long alu3 = (ridx0*8);
     ki32x8 alu4 = ((ki32x8)(alu3));
     ki32x8 alu5 = (alu4+alu0);
     kbx8 alu6 = (__builtin_convertvector(alu5<alu1, kbx8)&1);

@@ -6,10 +6,10 @@ void fused(void** bufs, const long long* vars, long long start, long long end) {
   float* restrict data2 = (float*)bufs[2];
   kf32x8 alu0 = ((kf32x8)(1.0f));
   kf32x8 alu1 = ((kf32x8)(0.0f));
-  for (int ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
-    for (int ridx1 = 0; ridx1 < 8; ridx1++) {
-      int alu2 = (ridx1*8);
-      int alu3 = ((ridx0*64)+alu2);
+  for (long long ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
+    for (long long ridx1 = 0; ridx1 < 8; ridx1++) {
+      long long alu2 = (ridx1*8);
+      long long alu3 = ((ridx0*64)+alu2);
       kf32x8 val4 = (*((kf32x8u*)(data1+alu3)));
       kf32x8 val5 = (*((kf32x8u*)(data2+alu2)));
       kf32x8 alu6 = (val4*val5);

@@ -12,9 +12,9 @@ void matmul(void** bufs, const long long* vars, long long start, long long end) 
   float* restrict data1 = (float*)bufs[1];
   float* restrict data2 = (float*)bufs[2];
   kf32x8 alu0 = ((kf32x8)(0.0f));
-  for (int ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
-    int alu1 = (ridx0*16);
-    for (int ridx1 = 0; ridx1 < 16; ridx1++) {
+  for (long long ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
+    long long alu1 = (ridx0*16);
+    for (long long ridx1 = 0; ridx1 < 16; ridx1++) {
       kf32x8 acc0 = alu0;
       kf32x8 acc1 = alu0;
       kf32x8 acc2 = alu0;
@@ -23,11 +23,11 @@ void matmul(void** bufs, const long long* vars, long long start, long long end) 
       kf32x8 acc5 = alu0;
       kf32x8 acc6 = alu0;
       kf32x8 acc7 = alu0;
-      for (int ridx2 = 0; ridx2 < 32; ridx2++) {
-        int alu2 = ((ridx1*128)+ridx2);
+      for (long long ridx2 = 0; ridx2 < 32; ridx2++) {
+        long long alu2 = ((ridx1*128)+ridx2);
         float val3 = data1[alu2];
         kf32x8 alu4 = ((kf32x8)(val3));
-        int alu5 = ((ridx2*64)+alu1);
+        long long alu5 = ((ridx2*64)+alu1);
         kf32x8 val6 = (*((kf32x8u*)(data2+alu5)));
         kf32x8 alu7 = kiln_fma_kf32x8(alu4,val6,acc0);
         acc0 = alu7;
@@ -53,7 +53,7 @@ void matmul(void** bufs, const long long* vars, long long start, long long end) 
         kf32x8 alu21 = kiln_fma_kf32x8(alu15,val17,acc7);
         acc7 = alu21;
       }
-      int alu22 = ((ridx1*256)+alu1);
+      long long alu22 = ((ridx1*256)+alu1);
       *((kf32x8u*)(data0+alu22)) = acc0;
       *((kf32x8u*)(data0+(alu22+64))) = acc1;
       *((kf32x8u*)(data0+(alu22+128))) = acc2;

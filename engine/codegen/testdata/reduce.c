@@ -4,10 +4,10 @@ void reduce(void** bufs, const long long* vars, long long start, long long end) 
   float* restrict data0 = (float*)bufs[0];
   float* restrict data1 = (float*)bufs[1];
   kf32x8 alu0 = ((kf32x8)(0.0f));
-  for (int ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
+  for (long long ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
     kf32x8 acc0 = alu0;
-    for (int ridx1 = 0; ridx1 < 8; ridx1++) {
-      int alu1 = ((ridx0*256)+(ridx1*32));
+    for (long long ridx1 = 0; ridx1 < 8; ridx1++) {
+      long long alu1 = ((ridx0*256)+(ridx1*32));
       kf32x8 val2 = (*((kf32x8u*)(data1+alu1)));
       kf32x8 alu3 = (acc0+val2);
       acc0 = alu3;
