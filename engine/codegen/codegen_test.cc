@@ -105,6 +105,24 @@ TEST_F(CodegenTest, PaddedCopyComputesIntoTheInterior) {
   EXPECT_EQ(Sched({act.Pad({{1, 1}, {1, 1}}).Contiguous()}).items.size(), 6u);
 }
 
+// An activation reading its input twice (SiLU: x * sigmoid(x)) after a
+// reduce, read by two kernels (a pooling and a product): the reduce's kernel
+// stores the activation, and neither reader recomputes its exp.
+TEST_F(CodegenTest, ReduceKernelStoresAnActivationReadTwice) {
+  Tensor x = A({4, 6, 1}), w = A({1, 6, 5}), bias = A({5});
+  Tensor conv = (x * w).Sum({1}).Reshape({4, 5}) + bias;
+  Tensor act = conv * conv.Sigmoid();
+  Schedule s = Sched({act.Sum({1}), act * 2.0});
+  ASSERT_EQ(s.items.size(), 3u);
+  std::vector<int> exps;
+  for (const ScheduleItem& item : s.items) {
+    int n = 0;
+    for (const UOp* u : Toposort(item.ast)) n += u->op() == Op::kExp2;
+    exps.push_back(n);
+  }
+  EXPECT_EQ(exps, (std::vector<int>{1, 0, 0}));
+}
+
 TEST_F(CodegenTest, MemoryPlannerReusesIntermediates) {
   Tensor t = A({64, 64});
   for (int i = 0; i < 6; ++i) t = (t + 1.0).Contiguous();

@@ -181,10 +181,73 @@ class RealizePlanner {
     chain_[u] = chain;
   }
 
-  // Rules 4 and 5 at u.
+  // The first op every use of u passes through within a few elementwise ops
+  // (SiLU's x * sigmoid(x), GELU's x * (1 + erf(x / sqrt 2)) / 2), or null:
+  // no reader outside that elementwise region is reached from u without
+  // passing it. It may be realized already (the region then ends at it).
+  const UOp* Funnel(const UOp* u) {
+    constexpr size_t kMaxOps = 24;
+    const Shape& shape = shapes_->Of(u->ref());
+    auto elementwise = [&](const UOp* c) {
+      return IsComputed(*c) && shapes_->Of(c->ref()) == shape;
+    };
+    std::set<const UOp*> inside;
+    std::vector<const UOp*> candidates, stack = {u};
+    while (!stack.empty()) {
+      const UOp* x = stack.back();
+      stack.pop_back();
+      for (const UOp* c : consumers_[x]) {
+        if (!elementwise(c) || !inside.insert(c).second) continue;
+        if (inside.size() > kMaxOps) return nullptr;
+        candidates.push_back(c);
+        if (!Realized(c)) stack.push_back(c);
+      }
+    }
+    std::sort(candidates.begin(), candidates.end(),
+              [&](const UOp* a, const UOp* b) { return pos_[a] < pos_[b]; });
+    for (const UOp* d : candidates) {
+      bool passes = true;
+      std::set<const UOp*> seen;
+      stack = {u};
+      while (passes && !stack.empty()) {
+        const UOp* x = stack.back();
+        stack.pop_back();
+        for (const UOp* c : consumers_[x]) {
+          if (c == d) continue;
+          if (!inside.count(c) || Realized(c)) {
+            passes = false;
+            break;
+          }
+          if (seen.insert(c).second) stack.push_back(c);
+        }
+      }
+      if (passes) return d;
+    }
+    return nullptr;
+  }
+
+  // Whether `d` gets a buffer with the reduces of its group computed into it
+  // anyway: it is realized, read by several ops, copied (CONTIGUOUS: a 1x1
+  // convolution's computed input), or read through a view that is not a
+  // reshape (a matmul's operand) or a fused padding.
+  bool RealizedWithItsGroup(const UOp* d) {
+    if (Realized(d) || users_[d] >= 2) return true;
+    const std::vector<const UOp*>& cs = consumers_[d];
+    if (cs.size() != 1) return false;
+    return cs[0]->op() == Op::kContiguous ||
+           (cs[0]->op() == Op::kView && !pad_views_.count(cs[0]) && !IsPureReshape(*StOf(*cs[0])));
+  }
+
+  // Rules 4 and 5 at u. Rule 4 leaves u to the op its uses funnel into when
+  // that op is realized with u's reduce: the reduce's kernel then stores the
+  // activation (SiLU, GELU) instead of u, and no reader recomputes it.
   bool MultiUseRule(const UOp* u) {
     if (Realized(u) || users_[u] < 2) return false;
     if (Local(u).empty() && chain_[u] < kMaxRecompute) return false;
+    if (!Local(u).empty()) {
+      const UOp* d = Funnel(u);
+      if (d && RealizedWithItsGroup(d)) return false;
+    }
     return !OneKernelReads(u);
   }
 
