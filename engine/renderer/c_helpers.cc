@@ -32,9 +32,11 @@ constexpr const char* kLaneMask16 =
 std::string Exp2(const std::string& name, const std::string& ty, const std::string& it) {
   // x = n + f with n an integer and |f| <= 1/2; 2^n from exponent bits in
   // two halves, so results down to 2^-252 are built without overflowing the
-  // exponent (denormals and 0 come out of the multiply).
+  // exponent (denormals and 0 come out of the multiply). The polynomial is
+  // evaluated with FMAs (kernels are compiled with -ffp-contract=off).
   return absl::StrCat(
       "static inline ", ty, " ", name, "(", ty, " x) {\n",
+      "#pragma clang fp contract(fast)\n",
       "  ", ty, " c = __builtin_elementwise_min(__builtin_elementwise_max(x, (", ty,
       ")(-252.0f)), (", ty, ")(254.0f));\n",
       "  ", ty, " n = __builtin_elementwise_floor(c + 0.5f);\n",
@@ -52,6 +54,7 @@ std::string Exp2(const std::string& name, const std::string& ty, const std::stri
 std::string ScalarExp2(const std::string& name) {
   return absl::StrCat(
       "static inline float ", name, "(float x) {\n",
+      "#pragma clang fp contract(fast)\n",
       "  float c = x < -252.0f ? -252.0f : (x > 254.0f ? 254.0f : x);\n",
       "  float n = __builtin_floorf(c + 0.5f);\n",
       "  float f = c - n;\n",
