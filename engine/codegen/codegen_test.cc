@@ -272,6 +272,19 @@ void ExpectCpuMatchesInterp(const std::function<Tensor(const std::string&)>& bui
   ExpectNear(Values(build("CPU").Contiguous()), Values(build("INTERP").Contiguous()), 1e-4, 1e-4);
 }
 
+// The first 50 of a one-row matmul's 64 columns are contiguous but not the
+// whole result: the matmul is realized before the slice (fusing through
+// it aborted on a reshape of 64 elements into 50).
+TEST_F(CodegenTest, ReduceSlicedToAContiguousPrefixIsRealized) {
+  Tensor y = A({1, 8}).Matmul(A({8, 64})).Shrink({{0, 1}, {0, 50}}) + A({1, 50});
+  EXPECT_EQ(Sched({y}).items.size(), 2u);
+  ExpectCpuMatchesInterp([&](const std::string& dev) {
+    Tensor a = Tensor::Randn(e, {1, 8}, 1, dtypes::kFloat32, dev);
+    Tensor b = Tensor::Randn(e, {8, 64}, 2, dtypes::kFloat32, dev);
+    return a.Matmul(b).Shrink({{0, 1}, {0, 50}}) + 1.0;
+  });
+}
+
 TEST_F(CodegenTest, WideMatmulTilesMatchInterpreter) {
   // A vector operand reused along the rows: 6x2 tiles (12 accumulators).
   EXPECT_TRUE(Has(ReduceOpts(A({12, 40}).Matmul(A({40, 32}))), OptOp::kUpcast, 6));

@@ -15,8 +15,13 @@ namespace kiln {
 
 namespace {
 
-bool IsPureReshape(const ShapeTracker& st) {
-  return st.views().size() == 1 && st.view().contiguous();
+// A view reading its whole source in order (a reshape): one contiguous
+// view of as many elements as the source. A contiguous part of it (the
+// first 1000 of a row of 1024) is not one: it reads fewer elements.
+bool IsPureReshape(const UOp& view, ShapeInfer* shapes) {
+  const ShapeTracker& st = *StOf(view);
+  return st.views().size() == 1 && st.view().contiguous() &&
+         kiln::Prod(st.shape()) == kiln::Prod(shapes->Of(view.src(0)));
 }
 
 // Elements a view reads (the unmasked part of its top view).
@@ -152,7 +157,7 @@ class RealizePlanner {
       for (const UOp* c : consumers_[x]) {
         if (!seen.insert(c).second) continue;
         // A reshape reads every element once, in order.
-        if ((c->op() == Op::kView && !IsPureReshape(*StOf(*c))) || c->op() == Op::kReduceAxis)
+        if ((c->op() == Op::kView && !IsPureReshape(*c, shapes_)) || c->op() == Op::kReduceAxis)
           return false;
         if (Realized(c)) kernels.insert(c);
         else stack.push_back(c);
@@ -235,7 +240,7 @@ class RealizePlanner {
     const std::vector<const UOp*>& cs = consumers_[d];
     if (cs.size() != 1) return false;
     return cs[0]->op() == Op::kContiguous ||
-           (cs[0]->op() == Op::kView && !pad_views_.count(cs[0]) && !IsPureReshape(*StOf(*cs[0])));
+           (cs[0]->op() == Op::kView && !pad_views_.count(cs[0]) && !IsPureReshape(*cs[0], shapes_));
   }
 
   // Rules 4 and 5 at u. Rule 4 leaves u to the op its uses funnel into when
@@ -265,7 +270,7 @@ class RealizePlanner {
     }
     if (u->op() == Op::kView && !pad_views_.count(u)) {
       const UOp* s = u->src(0).get();
-      if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*StOf(*u))) realize(s);
+      if (!Realized(s) && !Local(s).empty() && !IsPureReshape(*u, shapes_)) realize(s);
       // A computed value read several times through a view (expand,
       // sliding windows) is computed once instead of once per read.
       if (!Realized(s) && IsComputed(*s) && Reads(*StOf(*u)) > kiln::Prod(shapes_->Of(s->ref())))
