@@ -73,5 +73,51 @@ TEST(DerivedWeightsTest, SmallConvolutionsStayDirect) {
   EXPECT_EQ(wino->derived_weights(), 1u);
 }
 
+// y = Gemm(x, w, c) (transB = trans_b, w stored (N, K) then) or
+// y = MatMul(x, w); w an initializer or else an input.
+constexpr int64_t kK = 160, kN = 110;  // 70 KiB of weight, 4 panels (the last 14 wide)
+
+std::unique_ptr<OnnxModel> LinearModel(bool gemm, bool trans_b, bool constant_weight) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, gemm ? std::vector<int64_t>{-1, kK} : std::vector<int64_t>{2, -1, kK})
+      .Output("y");
+  const std::vector<int64_t> ws = trans_b ? std::vector<int64_t>{kN, kK} : std::vector<int64_t>{kK, kN};
+  std::vector<float> wv = Ramp(kK * kN, 1);
+  if (constant_weight)
+    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, ws, dtypes::kFloat32));
+  else
+    b.Input("w", TensorProto::FLOAT, ws);
+  if (!gemm) {
+    b.Node("MatMul", {"x", "w"}, {"y"});
+    return Load(b);
+  }
+  std::vector<float> cv = Ramp(kN, 2);
+  b.Init("c", HostTensor::FromDoubles({cv.begin(), cv.end()}, {kN}, dtypes::kFloat32));
+  AttrInt(b.Node("Gemm", {"x", "w", "c"}, {"y"}), "transB", trans_b ? 1 : 0);
+  return Load(b);
+}
+
+// A matmul by a constant weight several panels wide reads it from panels
+// made once (Tensor::PanelWeights), for every input shape, and gives what
+// the plain matmul gives.
+TEST(DerivedWeightsTest, MatmulsOfAConstantWeightReadPanels) {
+  struct Case {
+    bool gemm, trans_b;
+  } cases[] = {{false, false}, {true, false}, {true, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << (c.gemm ? "Gemm" : "MatMul") << " transB " << c.trans_b);
+    auto panels = LinearModel(c.gemm, c.trans_b, true), plain = LinearModel(c.gemm, c.trans_b, false);
+    ASSERT_TRUE(panels && plain);
+    Tensor w = F(Ramp(kK * kN, 1), c.trans_b ? Shape{kN, kK} : Shape{kK, kN});
+    for (int64_t rows : {5, 17}) {
+      Shape xs = c.gemm ? Shape{rows, kK} : Shape{2, rows, kK};
+      Tensor x = F(Ramp(Prod(xs), 3), xs);
+      ExpectNear(RunOne(*panels, {x}), RunOne(*plain, {x, w}), 1e-4, 1e-4);
+      EXPECT_EQ(panels->derived_weights(), 1u);
+    }
+    EXPECT_EQ(plain->derived_weights(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -10,6 +10,29 @@
 namespace kiln {
 namespace {
 
+// A matmul by the model's own constant weight B (input 1; stored (N, K)
+// when `transposed`) from panels (tensor_panels.cc) where Tensor::PanelsPay,
+// on the CPU: the panels are made once per model (DerivedWeights). Nothing
+// otherwise, or when they cannot be made: the caller multiplies plainly.
+std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor& b,
+                                  bool transposed) {
+  DerivedWeights* derived = ctx.builder()->derived();
+  const std::string& name = ctx.node().input(1);
+  if (derived == nullptr || ctx.device() != "CPU" || !derived->IsConstant(name, &ctx.Raw(1)))
+    return std::nullopt;
+  if (a.ndim() < 1 || b.ndim() != 2 || a.dtype() != dtypes::kFloat32 ||
+      b.dtype() != dtypes::kFloat32)
+    return std::nullopt;
+  const int64_t k = b.shape()[transposed ? 1 : 0], n = b.shape()[transposed ? 0 : 1];
+  if (a.shape().back() != k || k >= kMatmulSplitKMin || !Tensor::PanelsPay(k, n))
+    return std::nullopt;
+  absl::StatusOr<Tensor> p =
+      derived->Get(absl::StrCat(name, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
+                   [&] { return b.PanelWeights(Tensor::kPanel, transposed); });
+  if (!p.ok()) return std::nullopt;
+  return a.MatmulPanels(*p, n);
+}
+
 absl::Status MatMulOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(2, 2));
   ASSIGN_OR_RETURN(Tensor a, ctx.In(0));
@@ -20,7 +43,8 @@ absl::Status MatMulOp(OpContext& ctx) {
     a = a.Cast(dtypes::kFloat32);
     b = b.Cast(dtypes::kFloat32);
   }
-  Tensor y = a.Matmul(b);
+  std::optional<Tensor> panels = PanelMatmul(ctx, a, b, false);
+  Tensor y = panels ? *panels : a.Matmul(b);
   ctx.Set(0, half ? y.Cast(t) : y);
   return absl::OkStatus();
 }
@@ -32,9 +56,11 @@ absl::Status GemmOp(OpContext& ctx) {
   if (a.ndim() != 2 || b.ndim() != 2) return Invalid("A and B must be 2-D");
   (void)ctx.Int("broadcast", 1);  // opset < 7: C broadcasts either way
   if (ctx.Int("transA", 0)) a = a.Transpose();
-  if (ctx.Int("transB", 0)) b = b.Transpose();
+  const bool trans_b = ctx.Int("transB", 0) != 0;
+  std::optional<Tensor> panels = PanelMatmul(ctx, a, b, trans_b);
+  if (trans_b) b = b.Transpose();
   double alpha = ctx.Float("alpha", 1.0f), beta = ctx.Float("beta", 1.0f);
-  Tensor y = a.Matmul(b);
+  Tensor y = panels ? *panels : a.Matmul(b);
   if (alpha != 1.0) y = y * alpha;
   if (ctx.Has(2)) {
     ASSIGN_OR_RETURN(Tensor c, ctx.In(2));

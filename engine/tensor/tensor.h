@@ -301,6 +301,15 @@ class Tensor {
   // `w` runs faster as ConvWinograd on a CPU (the rule and its
   // measurements: tensor_winograd.cc).
   static bool WinogradPays(const Shape& x, const Shape& w, const ConvOptions& o);
+  // A constant matmul weight in panels (tensor_panels.cc): this (K, N), or
+  // (N, K) when `transposed`, float32, stored as (ceil(N / panel), K,
+  // panel) with the last panel zero-padded; this (..., M, K) times such
+  // panels, the first n columns: (..., M, n). PanelsPay: whether a CPU
+  // matmul reading a (K, N) weight runs faster from kPanel-wide panels.
+  static constexpr int64_t kPanel = 32;
+  Tensor PanelWeights(int64_t panel, bool transposed) const;
+  Tensor MatmulPanels(const Tensor& panels, int64_t n) const;
+  static bool PanelsPay(int64_t k, int64_t n);
   // w (Cin, Cout/groups, *kernel); output_padding per spatial dim.
   Tensor ConvTranspose(const Tensor& w, const Tensor* bias, const ConvOptions& o,
                        const std::vector<int64_t>& output_padding = {}) const;

@@ -6,13 +6,6 @@
 namespace kiln {
 namespace {
 
-// Values in [-1, 1) on a 1/8 grid.
-std::vector<float> Ramp(int64_t n, int seed) {
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 5 + seed * 11) % 16) / 8 - 1;
-  return v;
-}
-
 // Naive 3x3 stride-1 cross-correlation of (N, C, H, W) with (K, C, 3, 3).
 std::vector<double> RefConv3x3(const std::vector<float>& x, const Shape& xs,
                                const std::vector<float>& w, int64_t k, const Pads& p) {

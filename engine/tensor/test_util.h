@@ -84,6 +84,12 @@ inline void ExpectNear(const std::vector<double>& got, const std::vector<double>
   }
 }
 
+// n values in [-1, 1) on a 1/8 grid (exact in float32), varied by seed.
+inline std::vector<float> Ramp(int64_t n, int seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 5 + seed * 11) % 16) / 8 - 1;
+  return v;
+}
 
 // A test fixture parameterized by device name, with batched checks:
 // Check() records a result and its expected values; all checks are verified

@@ -1,0 +1,71 @@
+// Matmuls by weights stored in panels (tensor_panels.cc) against plain
+// matmuls on every test device, their errors, and the rule that chooses
+// them.
+#include "engine/tensor/test_util.h"
+
+namespace kiln {
+namespace {
+
+class PanelsTest : public DeviceTest {
+ protected:
+  Tensor T(const std::vector<float>& v, Shape s) { return Tensor::FromFloats(e, v, s, dev); }
+};
+
+TEST_P(PanelsTest, MatchesMatmul) {
+  struct Case {
+    Shape a;
+    int64_t n;
+  } cases[] = {
+      {{5, 16}, 70},        // three panels, the last one 6 columns wide
+      {{16}, 64},           // a vector times two whole panels
+      {{2, 3, 12}, 33},     // batched rows
+      {{9, 40}, 32},        // one panel
+  };
+  for (const Case& c : cases) {
+    const int64_t k = c.a.back();
+    std::vector<float> av = Ramp(Prod(c.a), 1), bv = Ramp(k * c.n, 2);
+    Tensor a = T(av, c.a), b = T(bv, {k, c.n});
+    std::vector<double> want = Values(a.Matmul(b));
+    for (bool transposed : {false, true}) {
+      SCOPED_TRACE(testing::Message() << c.n << (transposed ? " transposed" : ""));
+      // The same weight stored (N, K).
+      Tensor stored = transposed ? b.Transpose().Contiguous() : b;
+      Tensor p = stored.PanelWeights(Tensor::kPanel, transposed);
+      ASSERT_TRUE(p.ok()) << p.status();
+      EXPECT_EQ(p.shape(), (Shape{(c.n + 31) / 32, k, 32}));
+      Tensor y = a.MatmulPanels(p, c.n);
+      ASSERT_TRUE(y.ok()) << y.status();
+      Shape ys(c.a.begin(), c.a.end() - 1);
+      ys.push_back(c.n);
+      EXPECT_EQ(y.shape(), ys);
+      Check(y, want);
+    }
+  }
+}
+
+TEST_P(PanelsTest, BadShapesAreErrors) {
+  Tensor w3 = T(Ramp(24, 1), {2, 3, 4});
+  EXPECT_FALSE(w3.PanelWeights(32, false).ok());
+  Tensor wi = Tensor::FromVector(e, std::vector<int32_t>(12, 1), {3, 4}, dtypes::kInt32, dev);
+  EXPECT_FALSE(wi.PanelWeights(32, false).ok());
+  Tensor p = T(Ramp(256, 2), {8, 32}).PanelWeights(32, false);  // (1, 8, 32)
+  ASSERT_TRUE(p.ok()) << p.status();
+  Tensor a = T(Ramp(14, 3), {2, 7});
+  EXPECT_FALSE(a.MatmulPanels(p, 32).ok());                       // K 7 against 8
+  EXPECT_FALSE(T(Ramp(16, 3), {2, 8}).MatmulPanels(p, 33).ok());  // more columns than panels
+  EXPECT_FALSE(T(Ramp(16, 3), {2, 8}).MatmulPanels(p, 0).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, PanelsTest, ::testing::ValuesIn(TestDevices()),
+                         DeviceParamName);
+
+// Panels pay for weights several panels wide that do not fit in L1.
+TEST(PanelsRule, WideWeightsOutsideL1) {
+  EXPECT_TRUE(Tensor::PanelsPay(768, 3072));  // ConvNeXt-T's expansion
+  EXPECT_TRUE(Tensor::PanelsPay(256, 1024));
+  EXPECT_FALSE(Tensor::PanelsPay(64, 64));    // 16 KiB: in L1
+  EXPECT_FALSE(Tensor::PanelsPay(4096, 32));  // one panel wide already
+}
+
+}  // namespace
+}  // namespace kiln
