@@ -260,11 +260,15 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
     std::stable_sort(order.begin() + keep, order.begin() + first_reduce_,
                      [&](int a, int b) { return tile[a] > tile[b]; });
     // An untiled axis along which a much larger operand changes than along
-    // a reusing axis placed before it goes outside that axis: a weight in
-    // panels (tensor_panels.cc) changes along the panel axis, the
-    // activations along the rows; rows outermost would stream every panel
-    // from memory once per row tile (ConvNeXt-T's 49 x 768 x 3072 layer:
-    // 9.4 MB per tile of 7 rows, against 150 KB of rows per panel).
+    // a reusing axis placed before it goes outside that axis, when that
+    // axis's operand does not sit in L1 anyway: a weight in panels
+    // (tensor_panels.cc) changes along the panel axis, the activations
+    // along the rows; rows outermost would stream every panel from memory
+    // once per row tile (ConvNeXt-T's 49 x 768 x 3072 layer: 9.4 MB per
+    // tile of 7 rows, against 150 KB of rows per panel). A 1x1
+    // convolution's 6 KB weight stays in L1 either way, and its rows
+    // outermost scattered each row's stores over 96 channel planes
+    // (MobileNetV2's 112-wide expansion 380 -> 510 us).
     auto footprint = [&](int axis) {
       double bytes = 0;
       for (const UOp* m : mems_) {
@@ -279,7 +283,7 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
       if (tile[a] != 1 || reuse_score(a) >= 2 || full_shape_[a] <= 1) continue;
       int j = i;
       while (j > keep && reuse_score(order[j - 1]) == 2 &&
-             footprint(a) > 4 * footprint(order[j - 1]))
+             footprint(order[j - 1]) > (32 << 10) && footprint(a) > 4 * footprint(order[j - 1]))
         --j;
       order.erase(order.begin() + i);
       order.insert(order.begin() + j, a);

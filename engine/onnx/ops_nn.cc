@@ -24,7 +24,7 @@ std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor&
       b.dtype() != dtypes::kFloat32)
     return std::nullopt;
   const int64_t k = b.shape()[transposed ? 1 : 0], n = b.shape()[transposed ? 0 : 1];
-  if (a.shape().back() != k || k >= kMatmulSplitKMin || !Tensor::PanelsPay(k, n))
+  if (a.shape().back() != k || k >= kMatmulSplitKMin || !Tensor::PanelsPay(a.numel() / k, k, n))
     return std::nullopt;
   absl::StatusOr<Tensor> p =
       derived->Get(absl::StrCat(name, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),

@@ -305,11 +305,12 @@ class Tensor {
   // (N, K) when `transposed`, float32, stored as (ceil(N / panel), K,
   // panel) with the last panel zero-padded; this (..., M, K) times such
   // panels, the first n columns: (..., M, n). PanelsPay: whether a CPU
-  // matmul reading a (K, N) weight runs faster from kPanel-wide panels.
+  // matmul of m rows (all of A's rows) by a (K, N) weight runs faster from
+  // kPanel-wide panels.
   static constexpr int64_t kPanel = 32;
   Tensor PanelWeights(int64_t panel, bool transposed) const;
   Tensor MatmulPanels(const Tensor& panels, int64_t n) const;
-  static bool PanelsPay(int64_t k, int64_t n);
+  static bool PanelsPay(int64_t m, int64_t k, int64_t n);
   // w (Cin, Cout/groups, *kernel); output_padding per spatial dim.
   Tensor ConvTranspose(const Tensor& w, const Tensor* bias, const ConvOptions& o,
                        const std::vector<int64_t>& output_padding = {}) const;

@@ -59,12 +59,14 @@ TEST_P(PanelsTest, BadShapesAreErrors) {
 INSTANTIATE_TEST_SUITE_P(Devices, PanelsTest, ::testing::ValuesIn(TestDevices()),
                          DeviceParamName);
 
-// Panels pay for weights several panels wide that do not fit in L1.
+// Panels pay for weights several panels wide that do not fit in L1, shared
+// by a few rows.
 TEST(PanelsRule, WideWeightsOutsideL1) {
-  EXPECT_TRUE(Tensor::PanelsPay(768, 3072));  // ConvNeXt-T's expansion
-  EXPECT_TRUE(Tensor::PanelsPay(256, 1024));
-  EXPECT_FALSE(Tensor::PanelsPay(64, 64));    // 16 KiB: in L1
-  EXPECT_FALSE(Tensor::PanelsPay(4096, 32));  // one panel wide already
+  EXPECT_TRUE(Tensor::PanelsPay(49, 768, 3072));  // ConvNeXt-T's expansion
+  EXPECT_TRUE(Tensor::PanelsPay(8, 256, 1024));
+  EXPECT_FALSE(Tensor::PanelsPay(1, 1280, 1000));  // one row: a dot product per column
+  EXPECT_FALSE(Tensor::PanelsPay(64, 64, 64));     // 16 KiB: in L1
+  EXPECT_FALSE(Tensor::PanelsPay(64, 4096, 32));   // one panel wide already
 }
 
 }  // namespace
