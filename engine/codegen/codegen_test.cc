@@ -272,6 +272,35 @@ void ExpectCpuMatchesInterp(const std::function<Tensor(const std::string&)>& bui
   ExpectNear(Values(build("CPU").Contiguous()), Values(build("INTERP").Contiguous()), 1e-4, 1e-4);
 }
 
+// A reduce feeding a padded copy with short rows (a 1x1 convolution on a
+// 7-wide map before a 3x3 one) keeps its own buffer with the rows merged;
+// the padded copy copies it (border fills and an unmasked interior copy).
+// Rows of 32 or more are computed straight into the interior.
+TEST_F(CodegenTest, ShortRowReduceIsCopiedIntoItsPadding) {
+  auto build = [&](Tensor x, Tensor w, int64_t width) {
+    Tensor conv = (w.Reshape({8, 6, 1}) * x.Reshape({1, 6, 7 * width})).Sum({1});
+    return conv.Reshape({8, 7, width}).Relu().Pad({{0, 0}, {1, 1}, {1, 1}}).Contiguous();
+  };
+  for (int64_t width : {7, 40}) {
+    SCOPED_TRACE(width);
+    Schedule s = Sched({build(A({6, 7 * width}), A({8, 6}), width)});
+    int reduces = 0, masked_loads = 0;
+    for (const ScheduleItem& item : s.items)
+      for (const UOp* u : Toposort(item.ast)) {
+        reduces += u->op() == Op::kReduceAxis;
+        if (u->op() == Op::kLoad && StOf(*u) && StOf(*u)->HasMask()) ++masked_loads;
+      }
+    EXPECT_EQ(reduces, 1);
+    EXPECT_EQ(masked_loads, 0);
+    // 4 border slabs, the interior, and for short rows the reduce's own kernel.
+    EXPECT_EQ(s.items.size(), width < 32 ? 6u : 5u);
+  }
+  ExpectCpuMatchesInterp([&](const std::string& dev) {
+    return build(Tensor::Randn(e, {6, 49}, 1, dtypes::kFloat32, dev),
+                 Tensor::Randn(e, {8, 6}, 2, dtypes::kFloat32, dev), 7);
+  });
+}
+
 // The first 50 of a one-row matmul's 64 columns are contiguous but not the
 // whole result: the matmul is realized before the slice (fusing through
 // it aborted on a reshape of 64 elements into 50).
