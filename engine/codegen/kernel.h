@@ -189,10 +189,10 @@ class Kernel {
   const UOp* reduce_ = nullptr;
   std::vector<const UOp*> mems_;  // memory ops in AST order
   std::map<const UOp*, ShapeTracker> sts_;
-  // Strides of multi-view trackers, until sts_ change.
   // Caches of values computed from the views (Strides, ComposedGate,
   // MaskedOutOn): cleared by every change of the views.
   void ClearViewCaches();
+  // Strides of multi-view trackers.
   mutable std::map<const UOp*, std::vector<int64_t>> stride_cache_;
   // The variable of `axis` and the gate of `mem` (all its views) over
   // variables spanning each axis; cached.

@@ -269,21 +269,21 @@ void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
     // convolution's 6 KB weight stays in L1 either way, and its rows
     // outermost scattered each row's stores over 96 channel planes
     // (MobileNetV2's 112-wide expansion 380 -> 510 us).
-    auto footprint = [&](int axis) {
-      double bytes = 0;
-      for (const UOp* m : mems_) {
-        std::vector<int64_t> st;
-        if (m == store || !Strides(m, &st) || st[axis] == 0) continue;
-        bytes += static_cast<double>(sts_.at(m).RealSize()) * m->dtype().ItemSize();
-      }
-      return bytes;
-    };
+    // Bytes of the operands that change along each global axis.
+    std::vector<double> footprint(first_reduce_, 0);
+    for (const UOp* m : mems_) {
+      std::vector<int64_t> st;
+      if (m == store || !Strides(m, &st)) continue;
+      const double bytes = static_cast<double>(sts_.at(m).RealSize()) * m->dtype().ItemSize();
+      for (int a = 0; a < first_reduce_; ++a)
+        if (st[a] != 0) footprint[a] += bytes;
+    }
     for (int i = keep + 1; i < first_reduce_; ++i) {
       const int a = order[i];
       if (tile[a] != 1 || reuse_score(a) >= 2 || full_shape_[a] <= 1) continue;
       int j = i;
       while (j > keep && reuse_score(order[j - 1]) == 2 &&
-             footprint(order[j - 1]) > (32 << 10) && footprint(a) > 4 * footprint(order[j - 1]))
+             footprint[order[j - 1]] > (32 << 10) && footprint[a] > 4 * footprint[order[j - 1]])
         --j;
       order.erase(order.begin() + i);
       order.insert(order.begin() + j, a);

@@ -10,16 +10,26 @@
 namespace kiln {
 namespace {
 
+// The model's derived weights where the node's weight (input 1) may be
+// derived from: on the CPU (the only device the derived layouts were
+// measured on) and when it is the model's own constant. Null otherwise.
+DerivedWeights* CpuDerivedWeights(OpContext& ctx) {
+  DerivedWeights* derived = ctx.builder()->derived();
+  if (derived == nullptr || ctx.device() != "CPU" ||
+      !derived->IsConstant(ctx.node().input(1), &ctx.Raw(1)))
+    return nullptr;
+  return derived;
+}
+
 // A matmul by the model's own constant weight B (input 1; stored (N, K)
 // when `transposed`) from panels (tensor_panels.cc) where Tensor::PanelsPay,
 // on the CPU: the panels are made once per model (DerivedWeights). Nothing
 // otherwise, or when they cannot be made: the caller multiplies plainly.
 std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor& b,
                                   bool transposed) {
-  DerivedWeights* derived = ctx.builder()->derived();
+  DerivedWeights* derived = CpuDerivedWeights(ctx);
+  if (derived == nullptr) return std::nullopt;
   const std::string& name = ctx.node().input(1);
-  if (derived == nullptr || ctx.device() != "CPU" || !derived->IsConstant(name, &ctx.Raw(1)))
-    return std::nullopt;
   if (a.ndim() < 1 || b.ndim() != 2 || a.dtype() != dtypes::kFloat32 ||
       b.dtype() != dtypes::kFloat32)
     return std::nullopt;
@@ -135,10 +145,9 @@ Shape Spatial(const Tensor& x) { return Shape(x.shape().begin() + 2, x.shape().e
 // otherwise, or when the transform fails: the caller convolves directly.
 std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                    const Tensor* bias, const Tensor::ConvOptions& o) {
-  DerivedWeights* derived = ctx.builder()->derived();
+  DerivedWeights* derived = CpuDerivedWeights(ctx);
+  if (derived == nullptr) return std::nullopt;
   const std::string& name = ctx.node().input(1);
-  if (derived == nullptr || ctx.device() != "CPU" || !derived->IsConstant(name, &ctx.Raw(1)))
-    return std::nullopt;
   if (!Tensor::WinogradPays(x.shape(), w.shape(), o)) return std::nullopt;
   absl::StatusOr<Tensor> u = derived->Get(absl::StrCat(name, "/winograd/", w.dtype().Name()),
                                           [&] { return w.WinogradWeights(); });
