@@ -314,6 +314,39 @@ TEST_F(CodegenTest, ReduceSlicedToAContiguousPrefixIsRealized) {
   });
 }
 
+// The loop split across threads writes its own cache lines: the golden
+// matmul's outermost axis is 4 column tiles of 16 (two threads would split
+// every 64-wide row), so its row tiles are split, where their loop stands; a
+// copy's outermost axis of whole 256-wide rows stays. On the thread pool
+// they match the interpreter.
+TEST_F(CodegenTest, ThreadsSplitALoopWhoseSlicesOwnTheirCacheLines) {
+  auto check = [&](const Tensor& t, bool outermost) {
+    auto k = Kernel::Create(Sched({t}).items.back().ast, RendererOptions{});
+    ASSERT_TRUE(k.ok()) << k.status();
+    k->HandCodedOptimizations();
+    const int axis = k->ParallelAxis();
+    int loop = 0;  // the parallel loop's number among the real loops
+    for (int a = 0; a < axis; ++a) loop += k->full_shape()[a] > 1;
+    EXPECT_EQ(loop == 0, outermost) << axis;
+    auto p = Lower(*k);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->global[0], k->full_shape()[axis]);
+    std::string src = RenderC("k", p->uops);
+    EXPECT_NE(src.find(absl::StrCat("ridx", loop, " = (int)start")), std::string::npos)
+        << src;
+  };
+  check(A({64, 32}).Matmul(A({32, 64})), false);
+  check((A({64, 256}) + 1.0).Contiguous(), true);
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 32, 64}, {56, 24, 144}}) {
+    SCOPED_TRACE(absl::StrCat(m, "x", k, "x", n));
+    ExpectCpuMatchesInterp([&](const std::string& dev) {
+      Tensor a = Tensor::Randn(e, {m, k}, 1, dtypes::kFloat32, dev);
+      Tensor b = Tensor::Randn(e, {k, n}, 2, dtypes::kFloat32, dev);
+      return (a.Matmul(b) + 1.0).Relu();
+    });
+  }
+}
+
 TEST_F(CodegenTest, WideMatmulTilesMatchInterpreter) {
   // A vector operand reused along the rows: 6x2 tiles (12 accumulators).
   EXPECT_TRUE(Has(ReduceOpts(A({12, 40}).Matmul(A({40, 32}))), OptOp::kUpcast, 6));

@@ -71,6 +71,7 @@ absl::StatusOr<Kernel> Kernel::Create(const UOpRef& ast, const RendererOptions& 
 }
 
 void Kernel::ClearViewCaches() {
+  parallel_axis_ = -1;  // chosen from the views, last (ChooseParallelAxis)
   stride_cache_.clear();
   gate_cache_.clear();
   masked_out_cache_.clear();
@@ -195,6 +196,7 @@ bool Kernel::MaskedOutOn(const UOp* mem, int axis, int64_t lo, int64_t hi) const
 }
 
 int Kernel::ParallelAxis() const {
+  if (parallel_axis_ >= 0) return parallel_axis_;
   for (int a = 0; a < first_reduce_; ++a)
     if (full_shape_[a] > 1) return a;
   return -1;

@@ -143,8 +143,10 @@ class Kernel {
   // (or, through several views, its composed gate) excludes that range. The
   // lowerer skips such loads in a segment of a concatenation's consumer.
   bool MaskedOutOn(const UOp* mem, int axis, int64_t lo, int64_t hi) const;
-  // The first global axis longer than one (the loop a CPU kernel splits
-  // across threads), or -1.
+  // The global loop a CPU kernel splits across threads: the one the CPU
+  // heuristics chose (step 6, ChooseParallelAxis), else the first global
+  // axis longer than one; -1 when there is none. The loop order does not
+  // change: the chosen loop runs over the thread's slice where it stands.
   int ParallelAxis() const;
 
  private:
@@ -162,6 +164,7 @@ class Kernel {
   absl::Status ApplyLocal(const Opt& opt);
   absl::Status ApplyGroup(const Opt& opt);
   int64_t BlockThreads() const;  // product of the local and group axes
+  void CpuOptimizations(const HeuristicKnobs& knobs);  // kernel_cpu.cc, steps 1-5
   void GpuOptimizations();  // kernel_gpu.cc
   void StageOperands();     // kernel_gpu.cc: sets stage_axis_
   // The step (in window positions) by which axis u moves the window of
@@ -176,6 +179,7 @@ class Kernel {
   bool Transcendental() const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void PartsOutermost();       // elementwise: a concatenation's axis first
+  void ChooseParallelAxis();   // CPU heuristics step 6: sets parallel_axis_
   void MergeAdjacent();
   void DropUnitAxes();
   // How a memory op's index moves along each axis (kNotAffine where it is
@@ -208,6 +212,7 @@ class Kernel {
   int group_dims_ = 0;
   int vector_axis_ = -1;
   int stage_axis_ = -1;
+  int parallel_axis_ = -1;  // -1: the first global axis longer than one
   std::vector<Opt> applied_;
 };
 

@@ -200,8 +200,9 @@ class Lowerer {
     return cuts;
   }
 
-  // Global loops; the first real one runs split across threads. On GPUs
-  // global and local axes are grid / block indices instead.
+  // Global loops; the parallel one (Kernel::ParallelAxis) runs over the
+  // thread's slice. On GPUs global and local axes are grid / block indices
+  // instead.
   absl::Status OpenGlobalLoops(LinearProgram* p) {
     if (k_.options().gpu) {
       RETURN_IF_ERROR(MapSpecials(0, k_.first_local(), "gidx", {int64_t{2147483647}, 65535, 65535},
@@ -211,13 +212,14 @@ class Lowerer {
                                   {1024, 1024, 64}, &p->local));
       return absl::OkStatus();
     }
-    bool parallel = true;
+    const int parallel_axis = k_.ParallelAxis();
     for (int a = 0; a < k_.first_reduce(); ++a) {
       int64_t s = k_.full_shape()[a];
       if (s == 1) {
         idx_[a] = UOp::ConstInt(0);
         continue;
       }
+      const bool parallel = a == parallel_axis;
       // The parallel loop covers the current segment (kParallelSegment:
       // clamped to the threads' slice when rendered).
       const int64_t lo = parallel ? segment_.first : 0, hi = parallel ? segment_.second : s;
@@ -225,7 +227,6 @@ class Lowerer {
       UOpRef r = UOp::Make(Op::kRange, dtypes::kIndex, {UOp::ConstInt(lo), UOp::ConstInt(hi)},
                            Arg(std::vector<int64_t>{range_id_++, kind}));
       if (parallel) p->global[0] = s;
-      parallel = false;
       idx_[a] = r;
       em_.OpenLoop(r);
       ++open_loops_;

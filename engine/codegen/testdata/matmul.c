@@ -12,9 +12,9 @@ void matmul(void** bufs, const long long* vars, long long start, long long end) 
   float* restrict data1 = (float*)bufs[1];
   float* restrict data2 = (float*)bufs[2];
   kf32x8 alu0 = ((kf32x8)(0.0f));
-  for (long long ridx0 = (int)start; ridx0 < (int)end; ridx0++) {
+  for (long long ridx0 = 0; ridx0 < 4; ridx0++) {
     long long alu1 = (ridx0*16);
-    for (long long ridx1 = 0; ridx1 < 16; ridx1++) {
+    for (long long ridx1 = (int)start; ridx1 < (int)end; ridx1++) {
       kf32x8 acc0 = alu0;
       kf32x8 acc1 = alu0;
       kf32x8 acc2 = alu0;
