@@ -180,6 +180,8 @@ class Kernel {
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void PartsOutermost();       // elementwise: a concatenation's axis first
   void ChooseParallelAxis();   // CPU heuristics step 6: sets parallel_axis_
+  // Bytes of the operands (loads) that change along each global axis.
+  std::vector<double> OperandBytesAlong() const;
   void MergeAdjacent();
   void DropUnitAxes();
   // How a memory op's index moves along each axis (kNotAffine where it is

@@ -275,15 +275,7 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
     // convolution's 6 KB weight stays in L1 either way, and its rows
     // outermost scattered each row's stores over 96 channel planes
     // (MobileNetV2's 112-wide expansion 380 -> 510 us).
-    // Bytes of the operands that change along each global axis.
-    std::vector<double> footprint(first_reduce_, 0);
-    for (const UOp* m : mems_) {
-      std::vector<int64_t> st;
-      if (m == store || !Strides(m, &st)) continue;
-      const double bytes = static_cast<double>(sts_.at(m).RealSize()) * m->dtype().ItemSize();
-      for (int a = 0; a < first_reduce_; ++a)
-        if (st[a] != 0) footprint[a] += bytes;
-    }
+    const std::vector<double> footprint = OperandBytesAlong();
     for (int i = keep + 1; i < first_reduce_; ++i) {
       const int a = order[i];
       if (tile[a] != 1 || reuse_score(a) >= 2 || full_shape_[a] <= 1) continue;
@@ -318,15 +310,31 @@ void Kernel::PartsOutermost() {
   }
 }
 
-// 6. The loop split across threads: the outermost global axis whose slices
-//    write their own cache lines and split evenly, where the loop stands (the
-//    loop order is kept). Two threads writing the halves of every output row
-//    (a column-tile axis of 2 items, 32 of a 56-wide row) share a cache line
+std::vector<double> Kernel::OperandBytesAlong() const {
+  const UOp* store = ast_->src(0).get();
+  std::vector<double> bytes(first_reduce_, 0);
+  for (const UOp* m : mems_) {
+    std::vector<int64_t> st;
+    if (m == store || !Strides(m, &st)) continue;
+    const double b = static_cast<double>(sts_.at(m).RealSize()) * m->dtype().ItemSize();
+    for (int a = 0; a < first_reduce_; ++a)
+      if (st[a] != 0) bytes[a] += b;
+  }
+  return bytes;
+}
+
+// 6. The loop split across threads, where the loop stands (the loop order is
+//    kept): of the global axes whose slices write their own cache lines and
+//    split evenly, the one along which the most operand bytes change (each
+//    thread then reads the least: a 1x1 convolution's rows, not its output
+//    channels, along which the whole input is broadcast); the outer one of
+//    equals. Two threads writing the halves of every output row (a
+//    column-tile axis of 2 items, 32 of a 56-wide row) share a cache line
 //    per row: MobileNetV2's 1x1 expansion ran 150 -> 363 us on 2 threads.
 //    Half an axis' slices must span kParallelRunBytes of the output, and
 //    the axis an even count or at least 5 items (2 threads within 20% of
-//    even). The outermost axis stays when it qualifies, or when nothing
-//    does; a concatenation's parts axis (PartsOutermost) stays.
+//    even). The outermost axis stays when nothing qualifies, and a
+//    concatenation's parts axis (PartsOutermost) stays.
 void Kernel::ChooseParallelAxis() {
   constexpr int64_t kParallelRunBytes = 2048;
   const int a0 = ParallelAxis();
@@ -339,13 +347,11 @@ void Kernel::ChooseParallelAxis() {
     if (n < 2 || (n % 2 != 0 && n < 5) || st[a] <= 0 || st[a] == kNotAffine) return false;
     return (n / 2) * st[a] * itemsize >= kParallelRunBytes && PartCuts(a).empty();
   };
-  if (splits_well(a0)) return;
-  for (int a = a0 + 1; a < first_reduce_; ++a) {
-    if (splits_well(a)) {
-      parallel_axis_ = a;
-      return;
-    }
-  }
+  const std::vector<double> bytes = OperandBytesAlong();
+  int best = -1;
+  for (int a = a0; a < first_reduce_; ++a)
+    if (splits_well(a) && (best < 0 || bytes[a] > bytes[best])) best = a;
+  if (best > a0) parallel_axis_ = best;
 }
 
 int64_t Kernel::WindowStep(int u, int r) const {
