@@ -93,18 +93,27 @@ UOpRef Lanes::SafeIndex(const UOpRef& valid, const UOpRef& idx) const {
 }
 
 // Whether element `e` of a span is read: some lane that uses it is valid.
+// An element no lane uses (a stride-2 window's odd elements) is read when
+// the used elements on either side of it are: it is in bounds then, and the
+// vector's gates come out all set wherever the lanes' are (a masked load
+// checks for that and loads plainly; with those elements off it never could).
 UOpRef Lanes::ElementGate(const UOpRef& valid, const std::vector<int64_t>& off,
                         int64_t e) const {
   std::vector<UOpRef> seen;
   UOpRef g;
+  int64_t below = -1, above = -1;
   for (size_t l = 0; l < off.size(); ++l) {
+    if (off[l] < e) below = std::max(below, off[l]);
+    if (off[l] > e && (above < 0 || off[l] < above)) above = off[l];
     if (off[l] != e) continue;
     UOpRef v = At(valid, static_cast<int64_t>(l));
     if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
     seen.push_back(v);
     g = g ? LogicalOr(g, v) : v;
   }
-  return g ? Simplify(g) : UOp::Const(dtypes::kBool, int64_t{0});
+  if (g) return Simplify(g);
+  if (below < 0 || above < 0) return UOp::Const(dtypes::kBool, int64_t{0});
+  return Simplify(LogicalAnd(ElementGate(valid, off, below), ElementGate(valid, off, above)));
 }
 
 // Lanes at constant offsets from lane 0 that fall into at most two
@@ -144,10 +153,11 @@ UOpRef Lanes::SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOp
     else win.back().second = o;
   }
   if (win.size() > 2) return nullptr;
-  // With one gate for all lanes, every element between the lowest and the
-  // highest is in bounds when that gate is set: a span of w..2w is covered
-  // by two unmasked loads, the second moved back to end at the span's end.
-  if (uniform && win.size() == 2 && span <= 2 * w) win = {{0, w - 1}, {span - w, span - 1}};
+  // Every element between the lowest and the highest is in bounds when
+  // the gates on either side are set (ElementGate): a span of w..2w is
+  // covered by two loads, the second moved back to end at the span's end, so
+  // no element past the highest is gated off.
+  if (win.size() == 2 && span <= 2 * w) win = {{0, w - 1}, {span - w, span - 1}};
   UOpList parts;
   for (const auto& [start, last] : win) {
     UOpList gates;
