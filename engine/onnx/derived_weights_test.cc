@@ -121,5 +121,41 @@ TEST(DerivedWeightsTest, MatmulsOfAConstantWeightReadPanels) {
   }
 }
 
+// y = LSTM(x, w, r), bidirectional, hidden 32 (W: 128 x 160 a direction,
+// 80 KiB); w an initializer or else an input.
+constexpr int64_t kH = 32;
+
+std::unique_ptr<OnnxModel> LstmModel(bool constant_weight) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 1, kK}).Output("y");
+  std::vector<float> wv = Ramp(2 * 4 * kH * kK, 1), rv = Ramp(2 * 4 * kH * kH, 2);
+  if (constant_weight)
+    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, {2, 4 * kH, kK}, dtypes::kFloat32));
+  else
+    b.Input("w", TensorProto::FLOAT, {2, 4 * kH, kK});
+  b.Init("r", HostTensor::FromDoubles({rv.begin(), rv.end()}, {2, 4 * kH, kH}, dtypes::kFloat32));
+  NodeProto* n = b.Node("LSTM", {"x", "w", "r"}, {"y"});
+  AttrInt(n, "hidden_size", kH);
+  AttributeProto* dir = n->add_attribute();
+  dir->set_name("direction");
+  dir->set_type(AttributeProto::STRING);
+  dir->set_s("bidirectional");
+  return Load(b);
+}
+
+// A recurrent op's input projection (all steps at once) by its constant W
+// reads panels of each direction's slice, like a Gemm's transposed weight.
+// The key names the direction: one set of panels for both would run the
+// backward pass with the forward weight.
+TEST(DerivedWeightsTest, RecurrentInputProjectionsReadPanelsPerDirection) {
+  auto panels = LstmModel(true), plain = LstmModel(false);
+  ASSERT_TRUE(panels && plain);
+  Tensor w = F(Ramp(2 * 4 * kH * kK, 1), {2, 4 * kH, kK});
+  Tensor x = F(Ramp(6 * kK, 3), {6, 1, kK});
+  ExpectNear(RunOne(*panels, {x}), RunOne(*plain, {x, w}), 1e-4, 1e-4);
+  EXPECT_EQ(panels->derived_weights(), 2u);
+  EXPECT_EQ(plain->derived_weights(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln

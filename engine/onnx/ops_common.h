@@ -47,6 +47,15 @@ inline Tensor WrapIndices(const Tensor& idx, int64_t n) {
   return Tensor::Where(i.Lt(i.Scalar(0)), i + static_cast<double>(n), i);
 }
 
+// A matmul of `a` by the node's own constant weight (input 1, or `b`, a
+// part of it that `part` names in the cache key: an RNN's direction),
+// stored (N, K) when `transposed`, from panels (tensor_panels.cc) where
+// Tensor::PanelsPay, on the CPU: the panels are made once per model
+// (DerivedWeights). Nothing otherwise, or when they cannot be made: the
+// caller multiplies plainly. (ops_nn.cc)
+std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor& b,
+                                  bool transposed, const std::string& part = "");
+
 }  // namespace kiln
 
 #endif  // KILN_ENGINE_ONNX_OPS_COMMON_H_

@@ -21,12 +21,10 @@ DerivedWeights* CpuDerivedWeights(OpContext& ctx) {
   return derived;
 }
 
-// A matmul by the model's own constant weight B (input 1; stored (N, K)
-// when `transposed`) from panels (tensor_panels.cc) where Tensor::PanelsPay,
-// on the CPU: the panels are made once per model (DerivedWeights). Nothing
-// otherwise, or when they cannot be made: the caller multiplies plainly.
+}  // namespace
+
 std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor& b,
-                                  bool transposed) {
+                                  bool transposed, const std::string& part) {
   DerivedWeights* derived = CpuDerivedWeights(ctx);
   if (derived == nullptr) return std::nullopt;
   const std::string& name = ctx.node().input(1);
@@ -37,11 +35,13 @@ std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor&
   if (a.shape().back() != k || k >= kMatmulSplitKMin || !Tensor::PanelsPay(a.numel() / k, k, n))
     return std::nullopt;
   absl::StatusOr<Tensor> p =
-      derived->Get(absl::StrCat(name, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
+      derived->Get(absl::StrCat(name, part, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
                    [&] { return b.PanelWeights(Tensor::kPanel, transposed); });
   if (!p.ok()) return std::nullopt;
   return a.MatmulPanels(*p, n);
 }
+
+namespace {
 
 absl::Status MatMulOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(2, 2));

@@ -258,8 +258,10 @@ absl::Status RecurrentOp(OpContext& ctx, Cell cell) {
     Tensor c = c0 ? c0->Shrink({{d, d + 1}, {0, batch}, {0, hidden}}).Reshape({batch, hidden}) : zeros;
     Cell3 acts3{acts[d * per_dir], acts[d * per_dir + (per_dir > 1 ? 1 : 0)],
                 acts[d * per_dir + (per_dir > 2 ? 2 : 0)]};
-    // Input projections of all steps: (seq, batch, G * hidden).
-    Tensor xw = x.Matmul(wd.Transpose()) + wb;
+    // Input projections of all steps: (seq, batch, G * hidden); from panels
+    // of W like a Gemm's transposed weight (PanelMatmul).
+    std::optional<Tensor> xp = PanelMatmul(ctx, x, wd, true, absl::StrCat("/dir", d));
+    Tensor xw = (xp ? *xp : x.Matmul(wd.Transpose())) + wb;
     Tensor peep_d;
     if (peep) peep_d = peep->Shrink({{d, d + 1}, {0, 3 * hidden}}).Reshape({3 * hidden});
     Steps st{cell, hidden, clip, ctx.Int("linear_before_reset", 0) != 0, acts3, rd, rb,
