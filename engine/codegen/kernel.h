@@ -3,7 +3,7 @@
 // All memory ops of the AST (LOAD, STORE, VALID) view the same iteration
 // space, the "full shape". Its axes are laid out as
 //   [global axes][local axes][group axes][reduce axes][upcast axes]
-// Global axes become loops (the first one split across CPU threads) or GPU
+// Global axes become loops (one of them split across CPU threads) or GPU
 // grid dims; local axes (GPU only) become block / workgroup dims; reduce
 // axes become inner loops; group axes (GPU only) are reduce axes split across
 // the threads of a block, whose partial results are combined through local

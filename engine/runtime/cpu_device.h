@@ -3,8 +3,9 @@
 //
 // Kernel ABI (what the C renderer emits):
 //   void NAME(void** bufs, const long long* vars, long long start, long long end);
-// The kernel runs the iterations [start, end) of its outermost (parallel)
-// loop; a launch of global size G splits [0, G) across the pool's threads.
+// The kernel runs the iterations [start, end) of its parallel loop (one of
+// its global loops, where it stands in the loop nest: Kernel::ParallelAxis);
+// a launch of global size G splits [0, G) across the pool's threads.
 #ifndef KILN_ENGINE_RUNTIME_CPU_DEVICE_H_
 #define KILN_ENGINE_RUNTIME_CPU_DEVICE_H_
 

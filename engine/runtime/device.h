@@ -124,7 +124,8 @@ class Buffer {
 using BufferRef = std::shared_ptr<Buffer>;
 
 // Launch geometry: global and local sizes (GPU style). CPU programs run
-// their outermost loop, of size global[0], split across worker threads.
+// their parallel loop (one of their global loops, Kernel::ParallelAxis), of
+// size global[0], split across worker threads.
 struct LaunchDims {
   std::array<int64_t, 3> global = {1, 1, 1};
   std::array<int64_t, 3> local = {1, 1, 1};
