@@ -344,7 +344,7 @@ void Kernel::ChooseParallelAxis() {
   const int64_t itemsize = std::max(1, store->src(0)->dtype().ItemSize());
   auto splits_well = [&](int a) {
     const int64_t n = full_shape_[a];
-    if (n < 2 || (n % 2 != 0 && n < 5) || st[a] <= 0 || st[a] == kNotAffine) return false;
+    if (n < 2 || (n % 2 != 0 && n < 5) || st[a] <= 0) return false;  // (kNotAffine < 0)
     return (n / 2) * st[a] * itemsize >= kParallelRunBytes && PartCuts(a).empty();
   };
   const std::vector<double> bytes = OperandBytesAlong();

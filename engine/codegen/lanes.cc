@@ -1,6 +1,8 @@
 #include "engine/codegen/lanes.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -92,28 +94,35 @@ UOpRef Lanes::SafeIndex(const UOpRef& valid, const UOpRef& idx) const {
   return UOp::Make(Op::kWhere, idx->dtype(), {Simplify(uniform), idx, UOp::ConstInt(0, idx->dtype())});
 }
 
+// The gate of each element some lane reads: the distinct gates of the lanes
+// reading it, or-ed in lane order.
+std::map<int64_t, UOpRef> Lanes::UsedGates(const UOpRef& valid,
+                                           const std::vector<int64_t>& off) const {
+  std::map<int64_t, UOpList> seen;
+  for (size_t l = 0; l < off.size(); ++l) {
+    UOpList& gates = seen[off[l]];
+    UOpRef v = At(valid, static_cast<int64_t>(l));
+    if (std::find(gates.begin(), gates.end(), v) == gates.end()) gates.push_back(v);
+  }
+  std::map<int64_t, UOpRef> out;
+  for (const auto& [e, gates] : seen) {
+    UOpRef g = gates[0];
+    for (size_t i = 1; i < gates.size(); ++i) g = LogicalOr(g, gates[i]);
+    out[e] = Simplify(g);
+  }
+  return out;
+}
+
 // Whether element `e` of a span is read: some lane that uses it is valid.
 // An element no lane uses (a stride-2 window's odd elements) is read when
 // the used elements on either side of it are: it is in bounds then, and the
 // vector's gates come out all set wherever the lanes' are (a masked load
 // checks for that and loads plainly; with those elements off it never could).
-UOpRef Lanes::ElementGate(const UOpRef& valid, const std::vector<int64_t>& off,
-                        int64_t e) const {
-  std::vector<UOpRef> seen;
-  UOpRef g;
-  int64_t below = -1, above = -1;
-  for (size_t l = 0; l < off.size(); ++l) {
-    if (off[l] < e) below = std::max(below, off[l]);
-    if (off[l] > e && (above < 0 || off[l] < above)) above = off[l];
-    if (off[l] != e) continue;
-    UOpRef v = At(valid, static_cast<int64_t>(l));
-    if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
-    seen.push_back(v);
-    g = g ? LogicalOr(g, v) : v;
-  }
-  if (g) return Simplify(g);
-  if (below < 0 || above < 0) return UOp::Const(dtypes::kBool, int64_t{0});
-  return Simplify(LogicalAnd(ElementGate(valid, off, below), ElementGate(valid, off, above)));
+static UOpRef ElementGate(const std::map<int64_t, UOpRef>& used, int64_t e) {
+  auto above = used.lower_bound(e);
+  if (above != used.end() && above->first == e) return above->second;
+  if (above == used.end() || above == used.begin()) return UOp::Const(dtypes::kBool, int64_t{0});
+  return Simplify(LogicalAnd(std::prev(above)->second, above->second));
 }
 
 // Lanes at constant offsets from lane 0 that fall into at most two
@@ -142,7 +151,7 @@ UOpRef Lanes::SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOp
     return uniform ? r : UOp::Make(Op::kWhere, vt, {Vector(valid, w), r, zero});
   };
   if (span == 1) {  // one element for every lane: a scalar load
-    return lane_gated(Broadcast(GatedLoad(buf, dt, base, ElementGate(valid, off, 0)), w));
+    return lane_gated(Broadcast(GatedLoad(buf, dt, base, UsedGates(valid, off).at(0)), w));
   }
   // Windows: [start, start + w) with `last` the highest element used in it.
   std::vector<int64_t> sorted = off;
@@ -158,13 +167,15 @@ UOpRef Lanes::SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOp
   // covered by two loads, the second moved back to end at the span's end, so
   // no element past the highest is gated off.
   if (win.size() == 2 && span <= 2 * w) win = {{0, w - 1}, {span - w, span - 1}};
+  const std::map<int64_t, UOpRef> used =
+      uniform ? std::map<int64_t, UOpRef>{} : UsedGates(valid, off);
   UOpList parts;
   for (const auto& [start, last] : win) {
     UOpList gates;
     bool all = true, same = true;
     for (int64_t e = start; e < start + w; ++e)
       gates.push_back(uniform ? (e <= last ? valid : UOp::Const(dtypes::kBool, int64_t{0}))
-                              : ElementGate(valid, off, e));
+                              : ElementGate(used, e));
     for (const UOpRef& g : gates) all &= g->IsConstInt(1), same &= g == gates[0];
     UOpRef at = Simplify(base + start);
     if (all) {

@@ -12,6 +12,7 @@
 #define KILN_ENGINE_CODEGEN_LANES_H_
 
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -40,7 +41,7 @@ class Lanes {
 
  private:
   UOpRef SafeIndex(const UOpRef& valid, const UOpRef& idx) const;
-  UOpRef ElementGate(const UOpRef& valid, const std::vector<int64_t>& off, int64_t e) const;
+  std::map<int64_t, UOpRef> UsedGates(const UOpRef& valid, const std::vector<int64_t>& off) const;
   UOpRef SpanLoad(const UOpRef& buf, DType dt, const UOpRef& idx, const UOpRef& valid,
                   const UOpRef& idx0, int64_t w) const;
 
