@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "engine/base/status.h"
 #include "engine/uop/buffer.h"
@@ -39,12 +40,92 @@ std::optional<Pads> PlainPad(const UOp& view, ShapeInfer* shapes) {
   return pads;
 }
 
+namespace {
+
+// A constant seen through a view that reads it everywhere (no mask), or
+// through none: its value.
+std::optional<ConstValue> EverywhereConst(const UOp& x) {
+  const UOp* c = &x;
+  if (c->op() == Op::kView) {
+    if (StOf(*c)->HasMask()) return std::nullopt;
+    c = c->src(0).get();
+  }
+  if (c->op() != Op::kConst) return std::nullopt;
+  return c->const_value();
+}
+
+// Whether `inside` is true seen through the padding of `padded` (the
+// condition of Tensor::Pad's and Tensor::Cat's WHERE).
+bool InsideOf(const UOp& inside, const UOp& padded) {
+  if (inside.op() != Op::kView || inside.src(0)->op() != Op::kConst) return false;
+  const ConstValue t = inside.src(0)->const_value();
+  const bool is_true = std::holds_alternative<int64_t>(t) ? std::get<int64_t>(t) != 0
+                                                          : std::get<double>(t) != 0;
+  const ShapeTracker& a = *StOf(inside);
+  const ShapeTracker& b = *StOf(padded);
+  return is_true && a.views().size() == 1 && a.shape() == b.shape() &&
+         a.view().mask() == b.view().mask();
+}
+
+}  // namespace
+
+std::optional<PadSource> PaddedSource(const UOp& x, ShapeInfer* shapes) {
+  if (std::optional<Pads> pads = PlainPad(x, shapes))
+    return PadSource{&x, *pads, ConstValue(int64_t{0})};
+  // Pad(value): WHERE(inside, padded x, value).
+  if (x.op() != Op::kWhere) return std::nullopt;
+  const UOp& padded = *x.src(1);
+  std::optional<Pads> pads = PlainPad(padded, shapes);
+  std::optional<ConstValue> fill = EverywhereConst(*x.src(2));
+  if (!pads || !fill || !InsideOf(*x.src(0), padded)) return std::nullopt;
+  return PadSource{&padded, *pads, *fill};
+}
+
+std::optional<Concat> ConcatParts(const UOp& x, ShapeInfer* shapes) {
+  // Tensor::Cat: WHERE(inside_k, padded part k, rest), the innermost rest
+  // the first part's padding view.
+  Concat c;
+  const UOp* rest = &x;
+  while (rest->op() == Op::kWhere) {
+    const UOp& padded = *rest->src(1);
+    std::optional<Pads> pads = PlainPad(padded, shapes);
+    if (!pads || !InsideOf(*rest->src(0), padded)) return std::nullopt;
+    c.wheres.push_back(rest);
+    c.parts.push_back({&padded, *pads, ConstValue(int64_t{0})});
+    rest = rest->src(2).get();
+  }
+  std::optional<Pads> first = PlainPad(*rest, shapes);
+  if (!first || c.parts.empty()) return std::nullopt;
+  c.parts.push_back({rest, *first, ConstValue(int64_t{0})});
+  std::reverse(c.parts.begin(), c.parts.end());
+  // One axis, the parts side by side along it from 0 to its end.
+  const Shape& full = shapes->Of(x.ref());
+  int axis = -1;
+  for (size_t d = 0; d < full.size(); ++d)
+    if (c.parts[0].pads[d] != std::pair<int64_t, int64_t>{0, 0}) axis = static_cast<int>(d);
+  if (axis < 0) return std::nullopt;
+  int64_t at = 0;
+  for (const PadSource& p : c.parts) {
+    for (size_t d = 0; d < full.size(); ++d)
+      if (static_cast<int>(d) != axis && p.pads[d] != std::pair<int64_t, int64_t>{0, 0})
+        return std::nullopt;
+    if (p.pads[axis].first != at) return std::nullopt;
+    at = full[axis] - p.pads[axis].second;
+  }
+  if (at != full[axis]) return std::nullopt;
+  return c;
+}
+
 }  // namespace schedule_internal
 
 namespace {
 
+using schedule_internal::Concat;
+using schedule_internal::ConcatParts;
 using schedule_internal::GatherReadsInPlace;
 using schedule_internal::Pads;
+using schedule_internal::PadSource;
+using schedule_internal::PaddedSource;
 using schedule_internal::PlainPad;
 
 // A view reading its whole source in order (a reshape): one contiguous
@@ -73,23 +154,44 @@ bool IsComputed(const UOp& u) {
 // A realized leaf needs no kernel of its own.
 bool IsLeaf(const UOp& u) { return u.op() == Op::kBuffer || u.op() == Op::kConst; }
 
-// A CONTIGUOUS copy of a zero-padded computed value that nothing else reads
-// (a convolution's padded input): the value is computed straight into the
-// interior of the padded buffer and only the border is filled with zeros,
-// instead of realizing the value and copying it with its padding. (Where
-// the value is realized after all -- a reduce with short rows, see Run --
-// the interior is a plain copy of it, still without masks.)
-bool IsPadFused(const UOp& u, const std::unordered_map<const UOp*, int>& users,
-                ShapeInfer* shapes) {
-  if (u.op() != Op::kContiguous || !PlainPad(*u.src(0), shapes)) return false;
-  const UOp* v = u.src(0).get();
+int UsersOf(const UOp* x, const std::unordered_map<const UOp*, int>& users) {
+  auto it = users.find(x);
+  return it == users.end() ? 0 : it->second;
+}
+
+// Whether the value a padding view `v` reads can be computed straight into
+// the padded region of a buffer of dtype `dt`: only the view reads it, and
+// it is computed (or a buffer), not a constant, a copy or another view.
+bool ComputesInPlace(const UOp* v, DType dt, const std::unordered_map<const UOp*, int>& users) {
   const UOp* s = v->src(0).get();
-  auto n = [&](const UOp* x) {
-    auto it = users.find(x);
-    return it == users.end() ? 0 : it->second;
-  };
-  return n(v) == 1 && n(s) == 1 && s->op() != Op::kConst && s->op() != Op::kContiguous &&
-         s->op() != Op::kView && s->dtype() == u.dtype();
+  return UsersOf(v, users) == 1 && UsersOf(s, users) == 1 && s->op() != Op::kConst &&
+         s->op() != Op::kContiguous && s->op() != Op::kView && s->dtype() == dt;
+}
+
+// A CONTIGUOUS copy of a padded computed value that nothing else reads (a
+// convolution's zero-padded input, a max pool's input padded with -inf):
+// the value is computed straight into the interior of the padded buffer and
+// only the border is filled with the padding value, instead of realizing
+// the value and copying it with its padding. (Where the value is realized
+// after all -- a reduce with short rows, see Run -- the interior is a plain
+// copy of it, still without masks.) Returns the padding view.
+const UOp* PadFusedView(const UOp& u, const std::unordered_map<const UOp*, int>& users,
+                        ShapeInfer* shapes) {
+  if (u.op() != Op::kContiguous) return nullptr;
+  std::optional<PadSource> p = PaddedSource(*u.src(0), shapes);
+  if (!p || UsersOf(u.src(0).get(), users) != 1) return nullptr;
+  return ComputesInPlace(p->view, u.dtype(), users) ? p->view : nullptr;
+}
+
+// Elements of a padded region stored one after another in the padded
+// buffer: the innermost dims up to and including the first padded one.
+int64_t ContiguousRun(const Shape& full, const Pads& pads) {
+  int64_t run = 1;
+  for (size_t d = full.size(); d-- > 0;) {
+    run *= full[d] - pads[d].first - pads[d].second;
+    if (pads[d] != std::pair<int64_t, int64_t>{0, 0}) break;
+  }
+  return run;
 }
 
 // ---------------- which nodes get their own buffer ----------------
@@ -134,19 +236,20 @@ class RealizePlanner {
     for (const UOp* u : order_)
       if (u->op() == Op::kContiguous) realize_.insert(u);
     for (const UOp* u : order_)
-      if (IsPadFused(*u, users_, shapes_)) pad_views_.insert(u->src(0).get());
+      if (const UOp* v = PadFusedView(*u, users_, shapes_)) pad_views_.insert(v);
+    FuseConcats();
     // A reduce (a 1x1 convolution) computed into a padded buffer with rows
     // shorter than kShortRow keeps them apart (7 of every 9 elements of a
     // 7-wide map), and the kernel tiles them one row at a time: it is
     // realized with its rows merged, and the padded copy copies it
     // (MobileNetV2 0.90x, MnasNet 0.72-0.83x, EfficientNet-B0 0.88-0.98x,
     // batch 8 0.89-0.95x; 64 measured 3% slower than 32).
+    // (A concatenation's part along the channels is one contiguous run.)
     constexpr int64_t kShortRow = 32;
     for (const UOp* v : pad_views_) {
       const UOp* s = v->src(0).get();
-      const Pads pads = *PlainPad(*v, shapes_);
-      const int64_t row = shapes_->Of(v->ref()).back() - pads.back().first - pads.back().second;
-      if (row < kShortRow && HasUnrealizedReduce(s)) realize_.insert(s);
+      const int64_t run = ContiguousRun(shapes_->Of(v->ref()), *PlainPad(*v, shapes_));
+      if (run < kShortRow && HasUnrealizedReduce(s)) realize_.insert(s);
     }
     for (const UOp* u : order_)
       if (u->op() == Op::kGather && !GatherReadsInPlace(*u->src(0))) realize_.insert(u->src(0).get());
@@ -158,19 +261,53 @@ class RealizePlanner {
  private:
   bool Realized(const UOp* u) const { return IsLeaf(*u) || realize_.count(u); }
 
-  // Whether computing u (up to realized values) runs a reduce.
-  bool HasUnrealizedReduce(const UOp* u) const {
-    std::set<const UOp*> seen;
+  // A concatenation with a part that runs a reduce (a branch of an
+  // Inception block, a fire module's expand convolutions) is realized (or
+  // the CONTIGUOUS copy that is its only reader), and each part computes
+  // straight into its slice of it, instead of being realized apart and
+  // copied. The parts must be computed in place
+  // (ComputesInPlace) and the WHEREs joining them read by nothing else.
+  void FuseConcats() {
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      const UOp* u = *it;
+      if (u->op() != Op::kWhere || concat_wheres_.count(u)) continue;
+      std::optional<Concat> c = ConcatParts(*u, shapes_);
+      if (!c) continue;
+      bool in_place = true, own = true;
+      for (size_t i = 1; i < c->wheres.size(); ++i) in_place &= users_[c->wheres[i]] == 1;
+      std::set<const UOp*> reduces;
+      for (const PadSource& p : c->parts) {
+        in_place &= ComputesInPlace(p.view, u->dtype(), users_);
+        for (const UOp* r : UnrealizedReduces(p.view->src(0).get()))
+          own &= reduces.insert(r).second;
+      }
+      // Parts computed from one shared reduce (a Winograd output's four
+      // phases of one product) stay one kernel reading it.
+      if (!in_place || !own || reduces.empty()) continue;
+      // A copy of the concatenation (a pool's input) receives the parts.
+      const UOp* into = u;
+      if (users_[u] == 1 && consumers_[u][0]->op() == Op::kContiguous) into = consumers_[u][0];
+      realize_.insert(into);
+      concats_.insert(into);
+      concat_wheres_.insert(c->wheres.begin(), c->wheres.end());
+      for (const PadSource& p : c->parts) pad_views_.insert(p.view);
+    }
+  }
+
+  // The reduces computing u (up to realized values) runs.
+  std::set<const UOp*> UnrealizedReduces(const UOp* u) const {
+    std::set<const UOp*> seen, reduces;
     std::vector<const UOp*> stack = {u};
     while (!stack.empty()) {
       const UOp* x = stack.back();
       stack.pop_back();
-      if (x->op() == Op::kReduceAxis) return true;
+      if (x->op() == Op::kReduceAxis) reduces.insert(x);
       for (const UOpRef& s : x->src())
         if (!Realized(s.get()) && seen.insert(s.get()).second) stack.push_back(s.get());
     }
-    return false;
+    return reduces;
   }
+  bool HasUnrealizedReduce(const UOp* u) const { return !UnrealizedReduces(u).empty(); }
 
   // Whether every use of u (a value with a reduce in its group) ends up in
   // one kernel, reading u at the same place: then it is computed once there
@@ -202,6 +339,11 @@ class RealizePlanner {
   static constexpr int64_t kMaxRecompute = 16;
 
   void ComputeLocal(const UOp* u) {
+    if (concat_wheres_.count(u)) {  // its parts are kernels of their own
+      local_[u].clear();
+      chain_[u] = 0;
+      return;
+    }
     std::set<const UOp*> l;
     int64_t chain = IsComputed(*u) ? 1 : 0;
     if (u->op() == Op::kReduceAxis) l.insert(u);
@@ -374,13 +516,17 @@ class RealizePlanner {
   std::unordered_map<const UOp*, int> users_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> consumers_;
   std::unordered_set<const UOp*> realize_;
-  std::unordered_set<const UOp*> pad_views_;  // views of pad-fused copies
+  std::unordered_set<const UOp*> pad_views_;  // views of pad-fused copies and concat parts
+  std::unordered_set<const UOp*> concats_;        // see FuseConcats
+  std::unordered_set<const UOp*> concat_wheres_;  // the WHEREs joining their parts
   std::unordered_map<const UOp*, std::set<const UOp*>> local_;
   std::unordered_map<const UOp*, int64_t> chain_;  // see kMaxRecompute
 
  public:
-  // The padding views of the CONTIGUOUS copies that IsPadFused accepted.
+  // The padding views of the pad-fused copies (PadFusedView) and of the
+  // parts of fused concatenations (FuseConcats).
   const std::unordered_set<const UOp*>& pad_views() const { return pad_views_; }
+  const std::unordered_set<const UOp*>& concats() const { return concats_; }
 };
 
 }  // namespace
@@ -392,6 +538,7 @@ absl::StatusOr<RealizePlan> PlanRealize(const UOpList& roots, ShapeInfer* shapes
   RealizePlan plan;
   ASSIGN_OR_RETURN(plan.realized, planner.Run());
   plan.pad_views = planner.pad_views();
+  plan.concats = planner.concats();
   return plan;
 }
 

@@ -1,7 +1,8 @@
 // Realize planning for the scheduler (schedule.cc): which nodes of a lazy
 // graph get their own buffer -- the rules are listed at RealizePlanner in
-// realize_planner.cc -- and which CONTIGUOUS copies of a zero-padded value
-// compute the value straight into the padded buffer's interior.
+// realize_planner.cc -- which CONTIGUOUS copies of a padded value compute
+// the value straight into the padded buffer's interior, and which
+// concatenations compute each part straight into its slice.
 // Internal to engine/schedule.
 #ifndef KILN_ENGINE_SCHEDULE_REALIZE_PLANNER_H_
 #define KILN_ENGINE_SCHEDULE_REALIZE_PLANNER_H_
@@ -25,13 +26,38 @@ using Pads = std::vector<std::pair<int64_t, int64_t>>;
 // view: the source's row-major layout grown by a border that reads as 0).
 std::optional<Pads> PlainPad(const UOp& view, ShapeInfer* shapes);
 
+// What a CONTIGUOUS copy of `x` copies when x is a padded value: the view
+// that pads the value (PlainPad holds for it), its pads and the value the
+// border reads -- 0 for a plain padding view, the constant of Tensor::Pad's
+// WHERE(inside, padded, value) for another value (a max pool's -inf).
+struct PadSource {
+  const UOp* view;
+  Pads pads;
+  ConstValue fill;
+};
+std::optional<PadSource> PaddedSource(const UOp& x, ShapeInfer* shapes);
+
+// A concatenation (Tensor::Cat: WHERE(inside_k, padded part k, rest), the
+// innermost rest the first part's padding view): the parts' padding views
+// in order along the one axis they fill side by side, and the WHEREs that
+// join them (the outermost first).
+struct Concat {
+  std::vector<PadSource> parts;
+  std::vector<const UOp*> wheres;
+};
+std::optional<Concat> ConcatParts(const UOp& x, ShapeInfer* shapes);
+
 // Whether a GATHER reads its source `x` in place: a buffer through one
 // plain view (a weight, an embedding table); else the source is realized.
 bool GatherReadsInPlace(const UOp& x);
 
 struct RealizePlan {
   std::unordered_set<const UOp*> realized;   // nodes that get their own buffer
-  std::unordered_set<const UOp*> pad_views;  // padding views of pad-fused copies
+  std::unordered_set<const UOp*> pad_views;  // padding views (PadSource::view) of pad-fused copies
+  // Concatenations (or CONTIGUOUS copies of one) whose parts are computed
+  // into their slices of the node's buffer (their padding views are in
+  // pad_views).
+  std::unordered_set<const UOp*> concats;
 };
 
 absl::StatusOr<RealizePlan> PlanRealize(const UOpList& roots, ShapeInfer* shapes);

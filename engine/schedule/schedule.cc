@@ -18,7 +18,9 @@ namespace {
 
 using schedule_internal::GatherReadsInPlace;
 using schedule_internal::Pads;
-using schedule_internal::PlainPad;
+using schedule_internal::ConcatParts;
+using schedule_internal::PadSource;
+using schedule_internal::PaddedSource;
 using schedule_internal::PlanRealize;
 using schedule_internal::RealizePlan;
 
@@ -206,12 +208,12 @@ class KernelBuilder {
   UOpList keep_;
 };
 
-// Kernels that write zeros into the border of a padded buffer of shape
+// Kernels that write `fill` into the border of a padded buffer of shape
 // `full` (interior given by `pads`): per padded dim d, the slabs before and
 // after the interior along d, interior along the dims before d and full
 // along the dims after it (disjoint, together exactly the border).
 std::vector<ScheduleItem> BorderFills(const UOpRef& buf, DType dt, const Shape& full,
-                                      const Pads& pads) {
+                                      const Pads& pads, ConstValue fill) {
   std::vector<ScheduleItem> items;
   for (size_t d = 0; d < full.size(); ++d) {
     for (int side = 0; side < 2; ++side) {
@@ -225,11 +227,30 @@ std::vector<ScheduleItem> BorderFills(const UOpRef& buf, DType dt, const Shape& 
       if (box[d].first >= box[d].second) continue;
       ShapeTracker st = ShapeTracker::FromShape(full).Shrink(box);
       UOpRef store = UOp::Make(Op::kStore, dtypes::kVoid,
-                               {DefineGlobal(0, dt), UOp::Const(dt, int64_t{0})}, Arg(StArg(st)));
+                               {DefineGlobal(0, dt), UOp::Const(dt, fill)}, Arg(StArg(st)));
       items.push_back({UOp::Make(Op::kSink, dtypes::kVoid, {store}), {buf}});
     }
   }
   return items;
+}
+
+// The kernel computing the value a padding view reads (`pad.view`'s
+// source) straight into the padded region of `whole` (the view of the
+// destination buffer, in the padded shape): no masks, no copy.
+absl::StatusOr<ScheduleItem> IntoRegion(KernelBuilder* kb, const PadSource& pad,
+                                        const ShapeTracker& whole, ShapeInfer* shapes) {
+  const Shape& full = whole.shape();
+  Pads interior;
+  for (size_t d = 0; d < full.size(); ++d)
+    interior.push_back({pad.pads[d].first, full[d] - pad.pads[d].second});
+  ShapeTracker into = whole.Shrink(interior);
+  UOpRef value = pad.view->src(0);
+  if (shapes->Of(value) != into.shape())  // a flat buffer: seen in the interior's shape
+    value = UOp::Make(Op::kView, value->dtype(), {value},
+                      Arg(StArg(ShapeTracker::FromShape(shapes->Of(value)).Reshape(into.shape()))));
+  ASSIGN_OR_RETURN(ScheduleItem item, kb->BuildInto(value, into));
+  RETURN_IF_ERROR(Unbind(&item));
+  return item;
 }
 
 }  // namespace
@@ -284,6 +305,20 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
     if (!buffer_of.count(u)) continue;
     if (Prod(shapes.Of(u->ref())) == 0) continue;  // empty: nothing to compute
     KernelBuilder kb(u, realized, buffer_of, &shapes);
+    if (plan.concats.count(u)) {  // each part computed into its slice
+      const bool into_target = target && u == roots[0].get();
+      if (into_target && shapes.Of(u->ref()) != target->st.shape())
+        return absl::InvalidArgumentError("scheduler: an assignment of another shape");
+      ShapeTracker whole = into_target ? target->st : ShapeTracker::FromShape(shapes.Of(u->ref()));
+      const std::optional<schedule_internal::Concat> concat =
+          ConcatParts(u->op() == Op::kContiguous ? *u->src(0) : *u, &shapes);
+      for (const PadSource& part : concat->parts) {
+        KernelBuilder pk(u, realized, buffer_of, &shapes);
+        ASSIGN_OR_RETURN(ScheduleItem item, IntoRegion(&pk, part, whole, &shapes));
+        sched.items.push_back(std::move(item));
+      }
+      continue;
+    }
     if (target && u == roots[0].get()) {
       if (shapes.Of(u->ref()) != target->st.shape())
         return absl::InvalidArgumentError("scheduler: an assignment of another shape");
@@ -293,21 +328,14 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
       sched.items.push_back(std::move(item));
       continue;
     }
-    if (u->op() == Op::kContiguous && plan.pad_views.count(u->src(0).get())) {
+    std::optional<PadSource> pad;
+    if (u->op() == Op::kContiguous) pad = PaddedSource(*u->src(0), &shapes);
+    if (pad && plan.pad_views.count(pad->view)) {
       const Shape& full = shapes.Of(u->ref());
-      Pads pads = *PlainPad(*u->src(0), &shapes);
-      for (ScheduleItem& fill : BorderFills(buffer_of.at(u), u->dtype(), full, pads))
+      for (ScheduleItem& fill : BorderFills(buffer_of.at(u), u->dtype(), full, pad->pads, pad->fill))
         sched.items.push_back(std::move(fill));
-      Pads interior;
-      for (size_t d = 0; d < full.size(); ++d)
-        interior.push_back({pads[d].first, full[d] - pads[d].second});
-      ShapeTracker into = ShapeTracker::FromShape(full).Shrink(interior);
-      UOpRef value = u->src(0)->src(0);
-      if (shapes.Of(value) != into.shape())  // a flat buffer: seen in the interior's shape
-        value = UOp::Make(Op::kView, value->dtype(), {value},
-                          Arg(StArg(ShapeTracker::FromShape(shapes.Of(value)).Reshape(into.shape()))));
-      ASSIGN_OR_RETURN(ScheduleItem item, kb.BuildInto(value, into));
-      RETURN_IF_ERROR(Unbind(&item));
+      ASSIGN_OR_RETURN(ScheduleItem item,
+                       IntoRegion(&kb, *pad, ShapeTracker::FromShape(full), &shapes));
       sched.items.push_back(std::move(item));
       continue;
     }
