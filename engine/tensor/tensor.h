@@ -329,13 +329,13 @@ class Tensor {
   Tensor GlobalMaxPool() const;
 
   // Sliding windows over the last k dims: (..., *out, *kernel); padding with
-  // `pad_value`. Building block of conv and pooling. With `copy` (default) a
-  // padded or computed input is first copied to a plain buffer so the
-  // windows are one affine view; without it the view reads the input
-  // through its padding masks (for a caller that copies the windows).
+  // `pad_value`. Building block of conv and pooling. A padded or computed
+  // input is first copied to a plain buffer (the scheduler computes it
+  // straight into the padded buffer where it can), so the windows are one
+  // affine view without masks.
   Tensor Pool(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
               const std::vector<int64_t>& dilation, const Pads& padding,
-              double pad_value = 0, bool copy = true) const;
+              double pad_value = 0) const;
 
   enum class ResizeMode { kNearest, kLinear };
   enum class CoordMode { kHalfPixel, kAsymmetric, kAlignCorners, kPytorchHalfPixel };

@@ -137,7 +137,7 @@ Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o
       (o.algo == ConvAlgo::kAuto &&
        Im2Col(x.shape(), cout, kernel, stride, dilation, padding, g, t.ItemSize()));
   // (N, Cin, *out, *k)
-  Tensor win = x.Pool(kernel, stride, dilation, padding, 0, /*copy=*/!im2col);
+  Tensor win = x.Pool(kernel, stride, dilation, padding);
   if (!win.ok()) return win;
   Shape out(win.shape().begin() + 2, win.shape().begin() + 2 + nd);
   if (im2col) {
