@@ -26,7 +26,8 @@ struct Fixture {
     CompleteSpecFromModel(backend.signature(), &spec).IgnoreError();
     std::vector<std::unique_ptr<ModelRunner>> runners;
     for (int i = 0; i < instances; ++i) runners.push_back(*backend.NewRunner(JitLimits{}));
-    exec = std::make_unique<Executor>(&spec, std::move(runners), nullptr, &stats, &clock,
+    Clock* c = o.clock ? static_cast<Clock*>(o.clock) : &clock;
+    exec = std::make_unique<Executor>(&spec, std::move(runners), nullptr, &stats, c,
                                       Executor::Options{});
   }
 };
@@ -111,8 +112,10 @@ TEST(ExecutorTest, CountsJitPathsAndTracksCapturedSizes) {
 }
 
 TEST(ExecutorTest, PadsToACapturedSizeUntilCapturingPaysOff) {
+  FakeClock clock;  // measured costs exact: a loaded machine once padded all 20
   FakeOptions fo;
   fo.delay = absl::Milliseconds(2);  // every run costs the same: rows are cheap
+  fo.clock = &clock;
   Fixture f(fo);
   for (int i = 0; i < 4; ++i) {  // capture batch size 4 (plain, capture, replays)
     Outcome o;

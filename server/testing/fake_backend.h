@@ -18,6 +18,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/clock.h"
 #include "server/runner.h"
 
 namespace kiln::testing {
@@ -35,6 +36,9 @@ struct FakeOptions {
   int64_t width = 4;
   bool batched = true;              // inputs [-1, width] (else [width])
   absl::Duration delay = absl::ZeroDuration();  // per run
+  // Runs advance this clock by `delay` instead of sleeping: costs the
+  // executor measures are then exact, whatever else loads the machine.
+  FakeClock* clock = nullptr;
   bool fail = false;                // every run fails (INTERNAL)
   bool fail_load = false;           // Load fails
 };
@@ -49,7 +53,8 @@ class FakeRunner : public ModelRunner {
     int now = ++log_->running;
     int prev = log_->max_running.load();
     while (now > prev && !log_->max_running.compare_exchange_weak(prev, now)) {}
-    if (o_.delay > absl::ZeroDuration()) absl::SleepFor(o_.delay);
+    if (o_.clock) o_.clock->Advance(o_.delay);
+    else if (o_.delay > absl::ZeroDuration()) absl::SleepFor(o_.delay);
     --log_->running;
     {
       absl::MutexLock l(&log_->mu);
