@@ -312,6 +312,7 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
       ShapeTracker whole = into_target ? target->st : ShapeTracker::FromShape(shapes.Of(u->ref()));
       const std::optional<schedule_internal::Concat> concat =
           ConcatParts(u->op() == Op::kContiguous ? *u->src(0) : *u, &shapes);
+      if (!concat) return absl::InternalError("scheduler: a planned concatenation is not one");
       for (const PadSource& part : concat->parts) {
         KernelBuilder pk(u, realized, buffer_of, &shapes);
         ASSIGN_OR_RETURN(ScheduleItem item, IntoRegion(&pk, part, whole, &shapes));
@@ -332,7 +333,8 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
     if (u->op() == Op::kContiguous) pad = PaddedSource(*u->src(0), &shapes);
     if (pad && plan.pad_views.count(pad->view)) {
       const Shape& full = shapes.Of(u->ref());
-      for (ScheduleItem& fill : BorderFills(buffer_of.at(u), u->dtype(), full, pad->pads, pad->fill))
+      for (ScheduleItem& fill :
+           BorderFills(buffer_of.at(u), u->dtype(), full, pad->pads, pad->fill))
         sched.items.push_back(std::move(fill));
       ASSIGN_OR_RETURN(ScheduleItem item,
                        IntoRegion(&kb, *pad, ShapeTracker::FromShape(full), &shapes));

@@ -9,11 +9,11 @@
 //   Y = At M A      (output tiles, per output channel: additions only)
 //
 // As tensor ops, five kernels: the padded input (a buffer of its own, see
-// ConvWinograd) split into its 2 x 2 phases; the input transform writing the 16 transformed planes one after
-// the other (a stack: one loop per plane); the matmuls, one reduce kernel
-// shaped like a 1x1 convolution over the tiles of the whole batch; and the
-// output transform writing the 4 output phases; then one copy interleaves
-// them into rows. F(4 x 4, 3 x 3) (4x
+// ConvWinograd) split into its 2 x 2 phases; the input transform writing
+// the 16 transformed planes one after the other (a stack: one loop per
+// plane); the matmuls, one reduce kernel shaped like a 1x1 convolution over
+// the tiles of the whole batch; and the output transform writing the 4
+// output phases; then one copy interleaves them into rows. F(4 x 4, 3 x 3) (4x
 // fewer multiplies) was measured slower on every ResNet-18 layer: its
 // transforms (484 terms per tile and channel, where F(2 x 2) has 64
 // additions) cost more than the matmuls they save.
