@@ -174,13 +174,14 @@ bool ComputesInPlace(const UOp* v, DType dt, const std::unordered_map<const UOp*
 // only the border is filled with the padding value, instead of realizing
 // the value and copying it with its padding. (Where the value is realized
 // after all -- a reduce with short rows, see Run -- the interior is a plain
-// copy of it, still without masks.) Returns the padding view.
-const UOp* PadFusedView(const UOp& u, const std::unordered_map<const UOp*, int>& users,
-                        ShapeInfer* shapes) {
-  if (u.op() != Op::kContiguous) return nullptr;
+// copy of it, still without masks.) Returns what the copy copies.
+std::optional<PadSource> PadFused(const UOp& u, const std::unordered_map<const UOp*, int>& users,
+                                  ShapeInfer* shapes) {
+  if (u.op() != Op::kContiguous) return std::nullopt;
   std::optional<PadSource> p = PaddedSource(*u.src(0), shapes);
-  if (!p || UsersOf(u.src(0).get(), users) != 1) return nullptr;
-  return ComputesInPlace(p->view, u.dtype(), users) ? p->view : nullptr;
+  if (!p || UsersOf(u.src(0).get(), users) != 1 || !ComputesInPlace(p->view, u.dtype(), users))
+    return std::nullopt;
+  return p;
 }
 
 // Elements of a padded region stored one after another in the padded
@@ -236,7 +237,10 @@ class RealizePlanner {
     for (const UOp* u : order_)
       if (u->op() == Op::kContiguous) realize_.insert(u);
     for (const UOp* u : order_)
-      if (const UOp* v = PadFusedView(*u, users_, shapes_)) pad_views_.insert(v);
+      if (std::optional<PadSource> p = PadFused(*u, users_, shapes_)) {
+        pad_views_.emplace(p->view, p->pads);
+        padded_.emplace(u, std::move(*p));
+      }
     FuseConcats();
     // A reduce (a 1x1 convolution) computed into a padded buffer with rows
     // shorter than kShortRow keeps them apart (7 of every 9 elements of a
@@ -246,10 +250,10 @@ class RealizePlanner {
     // batch 8 0.89-0.95x; 64 measured 3% slower than 32).
     // (A concatenation's part along the channels is one contiguous run.)
     constexpr int64_t kShortRow = 32;
-    for (const UOp* v : pad_views_) {
+    for (const auto& [v, pads] : pad_views_) {
       const UOp* s = v->src(0).get();
-      const int64_t run = ContiguousRun(shapes_->Of(v->ref()), *PlainPad(*v, shapes_));
-      if (run < kShortRow && HasUnrealizedReduce(s)) realize_.insert(s);
+      if (ContiguousRun(shapes_->Of(v->ref()), pads) < kShortRow && HasUnrealizedReduce(s))
+        realize_.insert(s);
     }
     for (const UOp* u : order_)
       if (u->op() == Op::kGather && !GatherReadsInPlace(*u->src(0))) realize_.insert(u->src(0).get());
@@ -288,9 +292,9 @@ class RealizePlanner {
       const UOp* into = u;
       if (users_[u] == 1 && consumers_[u][0]->op() == Op::kContiguous) into = consumers_[u][0];
       realize_.insert(into);
-      concats_.insert(into);
       concat_wheres_.insert(c->wheres.begin(), c->wheres.end());
-      for (const PadSource& p : c->parts) pad_views_.insert(p.view);
+      for (const PadSource& p : c->parts) pad_views_.emplace(p.view, p.pads);
+      concats_.emplace(into, std::move(*c));
     }
   }
 
@@ -516,17 +520,17 @@ class RealizePlanner {
   std::unordered_map<const UOp*, int> users_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> consumers_;
   std::unordered_set<const UOp*> realize_;
-  std::unordered_set<const UOp*> pad_views_;  // views of pad-fused copies and concat parts
-  std::unordered_set<const UOp*> concats_;        // see FuseConcats
+  // The padding views (with their pads) of pad-fused copies and concat parts.
+  std::unordered_map<const UOp*, Pads> pad_views_;
+  std::unordered_map<const UOp*, PadSource> padded_;  // pad-fused copies (PadFused)
+  std::unordered_map<const UOp*, Concat> concats_;    // see FuseConcats
   std::unordered_set<const UOp*> concat_wheres_;  // the WHEREs joining their parts
   std::unordered_map<const UOp*, std::set<const UOp*>> local_;
   std::unordered_map<const UOp*, int64_t> chain_;  // see kMaxRecompute
 
  public:
-  // The padding views of the pad-fused copies (PadFusedView) and of the
-  // parts of fused concatenations (FuseConcats).
-  const std::unordered_set<const UOp*>& pad_views() const { return pad_views_; }
-  const std::unordered_set<const UOp*>& concats() const { return concats_; }
+  std::unordered_map<const UOp*, PadSource>& padded() { return padded_; }
+  std::unordered_map<const UOp*, Concat>& concats() { return concats_; }
 };
 
 }  // namespace
@@ -537,8 +541,8 @@ absl::StatusOr<RealizePlan> PlanRealize(const UOpList& roots, ShapeInfer* shapes
   RealizePlanner planner(roots, shapes);
   RealizePlan plan;
   ASSIGN_OR_RETURN(plan.realized, planner.Run());
-  plan.pad_views = planner.pad_views();
-  plan.concats = planner.concats();
+  plan.padded = std::move(planner.padded());
+  plan.concats = std::move(planner.concats());
   return plan;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -52,12 +53,13 @@ std::optional<Concat> ConcatParts(const UOp& x, ShapeInfer* shapes);
 bool GatherReadsInPlace(const UOp& x);
 
 struct RealizePlan {
-  std::unordered_set<const UOp*> realized;   // nodes that get their own buffer
-  std::unordered_set<const UOp*> pad_views;  // padding views (PadSource::view) of pad-fused copies
+  std::unordered_set<const UOp*> realized;  // nodes that get their own buffer
+  // CONTIGUOUS copies of a padded value computed straight into the padded
+  // buffer's interior, with what each copies.
+  std::unordered_map<const UOp*, PadSource> padded;
   // Concatenations (or CONTIGUOUS copies of one) whose parts are computed
-  // into their slices of the node's buffer (their padding views are in
-  // pad_views).
-  std::unordered_set<const UOp*> concats;
+  // into their slices of the node's buffer, with the parts.
+  std::unordered_map<const UOp*, Concat> concats;
 };
 
 absl::StatusOr<RealizePlan> PlanRealize(const UOpList& roots, ShapeInfer* shapes);

@@ -18,9 +18,7 @@ namespace {
 
 using schedule_internal::GatherReadsInPlace;
 using schedule_internal::Pads;
-using schedule_internal::ConcatParts;
 using schedule_internal::PadSource;
-using schedule_internal::PaddedSource;
 using schedule_internal::PlanRealize;
 using schedule_internal::RealizePlan;
 
@@ -305,15 +303,12 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
     if (!buffer_of.count(u)) continue;
     if (Prod(shapes.Of(u->ref())) == 0) continue;  // empty: nothing to compute
     KernelBuilder kb(u, realized, buffer_of, &shapes);
-    if (plan.concats.count(u)) {  // each part computed into its slice
+    if (auto concat = plan.concats.find(u); concat != plan.concats.end()) {  // part by part
       const bool into_target = target && u == roots[0].get();
       if (into_target && shapes.Of(u->ref()) != target->st.shape())
         return absl::InvalidArgumentError("scheduler: an assignment of another shape");
       ShapeTracker whole = into_target ? target->st : ShapeTracker::FromShape(shapes.Of(u->ref()));
-      const std::optional<schedule_internal::Concat> concat =
-          ConcatParts(u->op() == Op::kContiguous ? *u->src(0) : *u, &shapes);
-      if (!concat) return absl::InternalError("scheduler: a planned concatenation is not one");
-      for (const PadSource& part : concat->parts) {
+      for (const PadSource& part : concat->second.parts) {
         KernelBuilder pk(u, realized, buffer_of, &shapes);
         ASSIGN_OR_RETURN(ScheduleItem item, IntoRegion(&pk, part, whole, &shapes));
         sched.items.push_back(std::move(item));
@@ -329,15 +324,13 @@ absl::StatusOr<Schedule> CreateSchedule(const UOpList& roots, const std::string&
       sched.items.push_back(std::move(item));
       continue;
     }
-    std::optional<PadSource> pad;
-    if (u->op() == Op::kContiguous) pad = PaddedSource(*u->src(0), &shapes);
-    if (pad && plan.pad_views.count(pad->view)) {
+    if (auto pad = plan.padded.find(u); pad != plan.padded.end()) {
       const Shape& full = shapes.Of(u->ref());
       for (ScheduleItem& fill :
-           BorderFills(buffer_of.at(u), u->dtype(), full, pad->pads, pad->fill))
+           BorderFills(buffer_of.at(u), u->dtype(), full, pad->second.pads, pad->second.fill))
         sched.items.push_back(std::move(fill));
       ASSIGN_OR_RETURN(ScheduleItem item,
-                       IntoRegion(&kb, *pad, ShapeTracker::FromShape(full), &shapes));
+                       IntoRegion(&kb, pad->second, ShapeTracker::FromShape(full), &shapes));
       sched.items.push_back(std::move(item));
       continue;
     }
