@@ -239,6 +239,41 @@ TEST_P(NnTest, ConvChoosesIm2ColFromTheShape) {
   }
 }
 
+// A long reduce over copied windows (K = Cin * taps past 1536) is split into
+// parts of whole channels: the window copy, the parts' partial sums, their
+// sum with the bias. No divisor of Cin giving parts of 384+ (a prime Cin):
+// one matmul.
+TEST_P(NnTest, ConvSplitsALongReduce) {
+  struct Case {
+    Shape x, w;
+    uint64_t kernels;
+  } cases[] = {
+      {{1, 256, 9, 9}, {16, 256, 3, 3}, 3},  // K = 2304: 2 parts of 128 channels
+      {{2, 96, 6, 6, 6}, {4, 96, 3, 3, 3}, 3},  // K = 2592: 3-D, 2 images, 2 parts
+      {{1, 128, 9, 9}, {16, 128, 3, 3}, 2},  // K = 1152: one matmul
+      {{1, 173, 9, 9}, {16, 173, 3, 3}, 2},  // K = 1557, Cin prime: one matmul
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::PrintToString(c.x) + " * " + testing::PrintToString(c.w));
+    const size_t nd = c.x.size() - 2;
+    std::vector<float> xv = Fill(Prod(c.x), 1), wv = Fill(Prod(c.w), 2), bv = Fill(c.w[0], 3);
+    Tensor x = T(xv, c.x), w = T(wv, c.w), b = T(bv, {c.w[0]});
+    ASSERT_TRUE(x.Realize().ok());
+    ASSERT_TRUE(w.Realize().ok());
+    ASSERT_TRUE(b.Realize().ok());
+    Tensor r = x.Conv(w, &b, {});
+    uint64_t before = e->stats().kernels_run;
+    ASSERT_TRUE(r.Realize().ok()) << r.status();
+    EXPECT_EQ(e->stats().kernels_run - before, c.kernels);
+    ConvCase ref{c.x, c.w, std::vector<int64_t>(nd, 1), std::vector<int64_t>(nd, 1),
+                 Pads(nd, {0, 0}), 1, true};
+    Shape s;
+    std::vector<double> want = RefConv(ref, xv, wv, bv, &s);
+    EXPECT_EQ(r.shape(), s);
+    Check(r, want);
+  }
+}
+
 TEST_P(NnTest, ConvHalfAndEmptyBatch) {
   ConvCase c{{1, 2, 5, 6}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, true};
   std::vector<float> x = Fill(60, 1), w = Fill(54, 2), b = Fill(3, 3);
