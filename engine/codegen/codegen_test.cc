@@ -452,11 +452,13 @@ TEST_F(CodegenTest, WideMatmulTilesMatchInterpreter) {
 
 TEST_F(CodegenTest, SlidingWindowUnrollMatchesInterpreter) {
   // Depthwise convolutions: rows of a register tile share input rows, so
-  // the window-row axis is unrolled (and its loads deduplicated).
+  // the window-row axis is unrolled (and its loads deduplicated). A 7 x 7
+  // map tiles all 7 rows (no smaller amount divides them).
   struct Case {
     int64_t c, h, w, k, stride;
   };
-  for (const Case& c : {Case{6, 12, 20, 5, 1}, Case{4, 8, 16, 3, 1}, Case{4, 12, 34, 3, 2}}) {
+  for (const Case& c : {Case{6, 12, 20, 5, 1}, Case{4, 8, 16, 3, 1}, Case{4, 12, 34, 3, 2},
+                        Case{8, 7, 7, 5, 1}}) {
     SCOPED_TRACE(absl::StrCat(c.c, "ch ", c.h, "x", c.w, " k", c.k, " s", c.stride));
     auto build = [&](const std::string& dev) {
       Tensor x = Tensor::Randn(e, {2, c.c, c.h, c.w}, 3, dtypes::kFloat32, dev);
@@ -469,6 +471,9 @@ TEST_F(CodegenTest, SlidingWindowUnrollMatchesInterpreter) {
     };
     if (c.stride == 1) {
       EXPECT_TRUE(Has(ReduceOpts(build("CPU")), OptOp::kUnroll, c.k));
+    }
+    if (c.h == 7) {
+      EXPECT_TRUE(Has(ReduceOpts(build("CPU")), OptOp::kUpcast, 7));
     }
     ExpectCpuMatchesInterp(build);
   }
