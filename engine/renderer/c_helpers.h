@@ -24,8 +24,8 @@ struct MaskedTypes {
 
 // `name`(x): 2^x per lane, without a libm call (Cephes' exp2f polynomial, a
 // few ulp; denormals, 0, inf and NaN as libm). `ty` float lanes, `it` int32
-// lanes of the same count.
-std::string Exp2(const std::string& name, const std::string& ty, const std::string& it);
+// lanes of the same count, `lanes` that count.
+std::string Exp2(const std::string& name, const std::string& ty, const std::string& it, int lanes);
 // The same polynomial for one float (`name`(x)): scalar kernels (rows
 // shorter than a vector, reduce bodies) then need no libm call either.
 std::string ScalarExp2(const std::string& name);

@@ -388,7 +388,7 @@ class CRenderer : public CStyleRenderer {
   std::string VectorExp2(DType t, const std::string& x) {
     std::string ty = Type(DType(ScalarType::kFloat32, t.count));
     std::string name = absl::StrCat("kiln_exp2_", ty);
-    AddHelper(name, c_helpers::Exp2(name, ty, Type(DType(ScalarType::kInt32, t.count))));
+    AddHelper(name, c_helpers::Exp2(name, ty, Type(DType(ScalarType::kInt32, t.count)), t.count));
     return absl::StrCat(name, "(", x, ")");
   }
 
