@@ -498,6 +498,21 @@ TEST_F(CodegenTest, StrideTwoWindowGatesCoverTheSkippedElements) {
   ExpectCpuMatchesInterp(pool);
 }
 
+// A reduce with fewer than 4 vector accumulators (a max pool reuses no
+// operand) upcasts its outermost output axis, the channels: independent
+// chains of max ops. 6 channels take 3 (16 output rows: 3 divides only the
+// channels).
+TEST_F(CodegenTest, PoolTakesIndependentAccumulators) {
+  auto pool = [&](const std::string& dev) {
+    Tensor::PoolOptions o;
+    o.kernel = {3, 3};
+    o.stride = {2, 2};
+    return Tensor::Randn(e, {1, 6, 33, 33}, 6, dtypes::kFloat32, dev).MaxPool(o);
+  };
+  EXPECT_TRUE(Has(ReduceOpts(pool("CPU")), OptOp::kUpcast, 3));
+  ExpectCpuMatchesInterp(pool);
+}
+
 TEST_F(CodegenTest, WideVectorsMatchInterpreter) {
   // 512-bit register tiles (AVX-512 hosts; forced here, so that hosts
   // without AVX-512 run the same code through clang's 256-bit lowering):

@@ -178,6 +178,7 @@ class Kernel {
   // Some op of the kernel is a transcendental or a division (see above).
   bool Transcendental() const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
+  void AddIndependentAccumulators(int vec_axis, int64_t width);  // step 3c
   void PartsOutermost();       // elementwise: a concatenation's axis first
   void ChooseParallelAxis();   // CPU heuristics step 6: sets parallel_axis_
   // Bytes of the operands (loads) that change along each global axis.
