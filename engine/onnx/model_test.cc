@@ -152,6 +152,51 @@ TEST(OnnxModelTest, ShapeArithmeticFoldsWithoutKernels) {
   EXPECT_EQ((*out)[0].shape(), (Shape{2, 6}));
 }
 
+// Gather with constant indices that pick consecutive entries (q, k, v =
+// qkv[0], qkv[1], qkv[2]) is a view of its input, not an indexed load;
+// other constant indices keep the indexed load; an index out of range is an
+// error when the model is run, not a crash.
+TEST(OnnxModelTest, GatherOfAConstantRunIsAView) {
+  struct Case {
+    HostTensor idx;
+    int64_t axis;
+    Shape out;
+    std::vector<double> want;
+    bool view;
+  } cases[] = {
+      {HostTensor::FromInt64s({1}, {}), 0, {2, 2}, {4, 5, 6, 7}, true},
+      {HostTensor::FromInt64s({-2, -1}, {2}), 2, {3, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+       true},
+      {HostTensor::FromInt64s({1, 0}, {2}), 2, {3, 2, 2}, {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10},
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.axis);
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {3, 2, 2}).Output("y");
+    b.Init("idx", c.idx);
+    AttrInt(b.Node("Gather", {"x", "idx"}, {"y"}), "axis", c.axis);
+    auto m = Load(b);
+    ASSERT_TRUE(m);
+    auto out = m->Run({F({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 2, 2})});
+    ASSERT_TRUE(out.ok()) << out.status();
+    int gathers = 0;
+    for (const UOp* u : Toposort((*out)[0].uop())) gathers += u->op() == Op::kGather;
+    EXPECT_EQ(gathers, c.view ? 0 : 1);
+    EXPECT_EQ((*out)[0].shape(), c.out);
+    ExpectNear(Values((*out)[0]), c.want);
+  }
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {3, 2, 2}).Output("y");
+  b.Init("idx", HostTensor::FromInt64s({3}, {}));
+  b.Node("Gather", {"x", "idx"}, {"y"});
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  auto out = m->Run({F({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 2, 2})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("out of range"), std::string::npos) << out.status();
+}
+
 TEST(OnnxModelTest, OpsetDispatch) {
   // Softmax before opset 13 normalizes the flattened [axis:] block.
   for (int64_t opset : {11, 13}) {
