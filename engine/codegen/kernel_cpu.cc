@@ -9,6 +9,8 @@
 //      axes that reuse a broadcast operand (output channels), up to 12
 //      accumulators (16 for 512-bit matmul tiles);
 //   3b. sliding windows: window rows unrolled so input rows load once a tile;
+//   3c. (applied before 3b) fewer than 4 vector accumulators (a max pool):
+//       the outermost output axis upcast for independent chains;
 //   4. a small unroll of the innermost reduce loop;
 //   5. loop order: largest tiles outermost when an axis reuses a vector;
 //   6. the loop split across threads (ChooseParallelAxis).

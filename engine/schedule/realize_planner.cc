@@ -56,18 +56,6 @@ std::optional<ConstValue> EverywhereConst(const UOp& x) {
 
 // Whether `inside` is true seen through the padding of `padded` (the
 // condition of Tensor::Pad's and Tensor::Cat's WHERE).
-bool InsideOf(const UOp& inside, const UOp& padded);
-
-// The WHEREs of a Tensor::Cat chain at x (WHERE(inside_k, padded part k,
-// rest)), whatever views the parts are read through.
-int CatJoins(const UOp& x) {
-  int n = 0;
-  for (const UOp* w = &x; w->op() == Op::kWhere && InsideOf(*w->src(0), *w->src(1));
-       w = w->src(2).get())
-    ++n;
-  return n;
-}
-
 bool InsideOf(const UOp& inside, const UOp& padded) {
   if (inside.op() != Op::kView || inside.src(0)->op() != Op::kConst) return false;
   const ConstValue t = inside.src(0)->const_value();
@@ -77,6 +65,16 @@ bool InsideOf(const UOp& inside, const UOp& padded) {
   const ShapeTracker& b = *StOf(padded);
   return is_true && a.views().size() == 1 && a.shape() == b.shape() &&
          a.view().mask() == b.view().mask();
+}
+
+// The WHEREs of a Tensor::Cat chain at x (WHERE(inside_k, padded part k,
+// rest)), whatever views the parts are read through.
+int CatJoins(const UOp& x) {
+  int n = 0;
+  for (const UOp* w = &x; w->op() == Op::kWhere && InsideOf(*w->src(0), *w->src(1));
+       w = w->src(2).get())
+    ++n;
+  return n;
 }
 
 }  // namespace
