@@ -179,6 +179,8 @@ class Kernel {
   bool Transcendental() const;
   void UnrollSlidingWindow();  // heuristics step 3b (kernel.cc)
   void AddIndependentAccumulators(int vec_axis, int64_t width);  // step 3c
+  // Per global axis, the product of the UPCASTs applied to it (its tile).
+  std::vector<int64_t> GlobalTiles() const;
   void PartsOutermost();       // elementwise: a concatenation's axis first
   void ChooseParallelAxis();   // CPU heuristics step 6: sets parallel_axis_
   // Bytes of the operands (loads) that change along each global axis.

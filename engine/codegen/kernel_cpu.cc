@@ -274,9 +274,7 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   //    and keeps its row-major walk). Untiled leading axes without that
   //    reuse (a batch) stay outermost: each image is walked once.
   if (first_reduce_ >= 2 && upcasted_ > 1) {
-    std::vector<int64_t> tile(first_reduce_, 1);
-    for (const Opt& o : applied_)
-      if (o.op == OptOp::kUpcast) tile[o.axis] *= o.amount;
+    const std::vector<int64_t> tile = GlobalTiles();
     int keep = 0;
     while (keep < first_reduce_ && tile[keep] == 1 && reuse_score(keep) < 2) ++keep;
     bool reuse = false;
@@ -312,10 +310,15 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   }
 }
 
-void Kernel::AddIndependentAccumulators(int vec_axis, int64_t width) {
+std::vector<int64_t> Kernel::GlobalTiles() const {
   std::vector<int64_t> tile(first_reduce_, 1);
   for (const Opt& o : applied_)
     if (o.op == OptOp::kUpcast && o.axis < first_reduce_) tile[o.axis] *= o.amount;
+  return tile;
+}
+
+void Kernel::AddIndependentAccumulators(int vec_axis, int64_t width) {
+  const std::vector<int64_t> tile = GlobalTiles();
   int64_t accs = 1;
   for (int64_t t : tile) accs *= t;
   if (accs / width >= 4) return;
