@@ -17,10 +17,11 @@ inline double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Median seconds of `fn` over `reps` runs (after `warmup` runs), stopping
-// early once `budget` seconds are spent (at least 3 runs).
-inline double MedianSeconds(const std::function<void()>& fn, int reps, int warmup = 1,
-                            double budget = 10.0) {
+// Seconds of `fn` over `reps` runs (after `warmup` runs), stopping early
+// once `budget` seconds are spent (at least 3 runs): the median, or the
+// fastest run with `min`.
+inline double TimedSeconds(const std::function<void()>& fn, int reps, int warmup, double budget,
+                           bool min) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> t;
   double start = Now();
@@ -31,7 +32,13 @@ inline double MedianSeconds(const std::function<void()>& fn, int reps, int warmu
     if (t.size() >= 3 && Now() - start > budget) break;
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return min ? t.front() : t[t.size() / 2];
+}
+
+// Median seconds of `fn` (TimedSeconds).
+inline double MedianSeconds(const std::function<void()>& fn, int reps, int warmup = 1,
+                            double budget = 10.0) {
+  return TimedSeconds(fn, reps, warmup, budget, false);
 }
 
 inline void Report(const std::string& name, double value, const std::string& unit) {

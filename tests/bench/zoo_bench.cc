@@ -4,7 +4,7 @@
 // batches 1 and 8 (those present: detectors have batch 1 only). kiln times a
 // model's cases, then tests/bench/zoo_ort_bench.js times the same cases, so
 // both see the same machine state. Prints per case
-//   zoo_<model>_b<batch>_t<threads>_kiln: X ms      median JIT replay
+//   zoo_<model>_b<batch>_t<threads>_kiln: X ms      median JIT replay (--ops: fastest)
 //   zoo_<model>_b<batch>_t<threads>_gflops: G GFLOP/s   JIT flop estimate / X
 //   zoo_<model>_b<batch>_t<threads>_peak: P %      G / (peak per core x threads)
 //   zoo_<model>_b<batch>_t<threads>_ort: Y ms       onnxruntime-node median
@@ -12,12 +12,22 @@
 // (a case kiln fails: `..._error: 1 count` and the message on stderr; one
 // onnxruntime fails: `..._ort_error: 1 count`), and at the end
 //   zoo_geomean_ratio[_b1|_b8]_t<threads>: R x   and   zoo_errors_t<threads>: N count.
+// With --ops it runs the operation zoo instead ($KILN_DATA/ops, one small
+// graph per operation, tools/zoo/export_ops.py): the same lines with `op_`
+// for `zoo_` (op_attention_b1_t1_ratio: ..., op_geomean_ratio_t1: ...), kernel-
+// level figures since each graph is one operation or one fused group. There
+// both sides report their fastest of up to 100 runs, not the median:
+// onnxruntime-node's time for a graph this small swings by up to 15x between
+// runs on this VM (page faults as it fills fresh output and scratch memory;
+// a few runs at 0.45 ms, then dozens at 7-8 ms for one depthwise convolution),
+// and the fastest run is its kernels' own cost.
 // Peak: 254 GFLOP/s per core with AVX-512, 126 without (BENCHMARKS.md).
 // Needs tools/fetch_testdata (the zoo, onnxruntime-node in $KILN_DATA); run
 // from the repository root (tools/bench zoo does) or with `bazel run`.
-//   zoo_bench [--threads N] [--quick] [--list] [filter]
+//   zoo_bench [--threads N] [--ops] [--quick] [--list] [filter]
 //     --threads N  kiln's CPU workers (KILN_THREADS) and onnxruntime's
 //                  intra-op threads (default 1)
+//     --ops        the operation zoo instead of the model zoo
 //     --quick      batch 1 only, fewer repetitions
 //     --list       print the selected cases and exit
 //     filter       substring of `<model>_b<batch>`
@@ -46,8 +56,11 @@ struct Options {
   int threads = 1;
   bool quick = false;
   bool list = false;
+  std::string set = "zoo";    // ZooDir's set: "zoo" or "ops"
+  std::string prefix = "zoo";  // of every printed name
   std::string filter;
-  int reps() const { return quick ? 5 : 20; }
+  bool min = false;  // report the fastest run instead of the median (--ops)
+  int reps() const { return quick ? 5 : min ? 100 : 20; }
   double budget() const { return quick ? 1.5 : 5.0; }  // seconds per case and side
 };
 
@@ -118,7 +131,7 @@ struct KilnTime {
   double ms = 0, flops = 0;
 };
 
-// Compiles (call 1), captures (call 2), then times the median of replays.
+// Compiles (call 1), captures (call 2), then times the replays (Options::min).
 absl::StatusOr<KilnTime> TimeKiln(Jit* jit, const std::vector<Tensor>& ins, const Options& o,
                                   const std::string& tag) {
   for (int i = 0; i < 2; ++i) {
@@ -128,7 +141,7 @@ absl::StatusOr<KilnTime> TimeKiln(Jit* jit, const std::vector<Tensor>& ins, cons
   absl::Status status;
   Jit::Result last;
   bool plain = false;
-  double s = MedianSeconds(
+  double s = TimedSeconds(
       [&] {
         if (!status.ok()) return;
         auto r = jit->Call(ins);
@@ -139,7 +152,7 @@ absl::StatusOr<KilnTime> TimeKiln(Jit* jit, const std::vector<Tensor>& ins, cons
         plain |= r->path != Jit::Path::kReplay;
         last = std::move(*r);
       },
-      o.reps(), 1, o.budget());
+      o.reps(), 1, o.budget(), o.min);
   if (!status.ok()) return status;
   if (plain) std::fprintf(stderr, "zoo_bench: %s: some timed calls were not replays\n", tag.c_str());
   return KilnTime{s * 1e3, last.flops};
@@ -155,7 +168,7 @@ std::map<std::string, double> TimeOrt(const std::string& dir, const std::vector<
                     Quote(script) + " " + Quote(dir) + " " + std::to_string(o.threads) + " " +
                     std::to_string(o.reps()) + " " +
                     std::to_string(static_cast<int>(o.budget() * 1000)) + " " +
-                    Quote(cases[0].model);
+                    (o.min ? "min " : "median ") + Quote(cases[0].model);
   for (const ZooCase& c : cases) {
     std::string ins;
     for (const auto& [name, path] : c.inputs) ins += (ins.empty() ? "" : ",") + name + "=" + path;
@@ -197,6 +210,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       o.quick = true;
+    } else if (std::strcmp(argv[i], "--ops") == 0) {
+      o.set = "ops";
+      o.prefix = "op";
+      o.min = true;
     } else if (std::strcmp(argv[i], "--list") == 0) {
       o.list = true;
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -204,7 +221,7 @@ int main(int argc, char** argv) {
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       o.threads = std::atoi(argv[i] + 10);
     } else if (argv[i][0] == '-') {
-      std::fprintf(stderr, "usage: zoo_bench [--threads N] [--quick] [--list] [filter]\n");
+      std::fprintf(stderr, "usage: zoo_bench [--threads N] [--ops] [--quick] [--list] [filter]\n");
       return 2;
     } else {
       o.filter = argv[i];
@@ -221,7 +238,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const std::string dir = ZooDir();
+  const std::string dir = ZooDir(o.set);
   auto all = ReadZooManifest(dir);
   if (!all.ok()) {
     std::fprintf(stderr, "zoo_bench: %s (run tools/fetch_testdata)\n",
@@ -245,7 +262,7 @@ int main(int argc, char** argv) {
   avx512 = __builtin_cpu_supports("avx512f");
 #endif
   const double peak = (avx512 ? 254.0 : 126.0) * o.threads;  // GFLOP/s
-  std::printf("# zoo_bench: %d thread(s), peak %.0f GFLOP/s (%s), %s\n", o.threads, peak,
+  std::printf("# zoo_bench %s: %d thread(s), peak %.0f GFLOP/s (%s), %s\n", o.set.c_str(), o.threads, peak,
               avx512 ? "AVX-512" : "256-bit", dir.c_str());
   std::fflush(stdout);
 
@@ -265,7 +282,7 @@ int main(int argc, char** argv) {
         jit = std::make_unique<Jit>([m](const std::vector<Tensor>& in) { return m->Run(in); });
       }
       for (const ZooCase& c : group) {
-        std::string name = "zoo_" + Key(c) + t;
+        std::string name = o.prefix + "_" + Key(c) + t;
         absl::StatusOr<KilnTime> k = absl::UnknownError("");
         if (!model.ok()) {
           k = model.status();
@@ -291,7 +308,7 @@ int main(int argc, char** argv) {
     if (ok_cases.empty()) continue;
     std::map<std::string, double> ort = TimeOrt(dir, ok_cases, o);
     for (const ZooCase& c : ok_cases) {
-      std::string name = "zoo_" + Key(c) + t;
+      std::string name = o.prefix + "_" + Key(c) + t;
       auto it = ort.find(Key(c));
       if (it == ort.end()) {
         Report(name + "_ort_error", 1, "count");
@@ -305,9 +322,9 @@ int main(int argc, char** argv) {
       (c.batch == 1 ? ratios_b1 : ratios_b8).push_back(ratio);
     }
   }
-  if (!ratios.empty()) Report("zoo_geomean_ratio" + t, Geomean(ratios), "x");
-  if (!ratios_b1.empty()) Report("zoo_geomean_ratio_b1" + t, Geomean(ratios_b1), "x");
-  if (!ratios_b8.empty()) Report("zoo_geomean_ratio_b8" + t, Geomean(ratios_b8), "x");
-  Report("zoo_errors" + t, errors, "count");
+  if (!ratios.empty()) Report(o.prefix + "_geomean_ratio" + t, Geomean(ratios), "x");
+  if (!ratios_b1.empty()) Report(o.prefix + "_geomean_ratio_b1" + t, Geomean(ratios_b1), "x");
+  if (!ratios_b8.empty()) Report(o.prefix + "_geomean_ratio_b8" + t, Geomean(ratios_b8), "x");
+  Report(o.prefix + "_errors" + t, errors, "count");
   return 0;
 }

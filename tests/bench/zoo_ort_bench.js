@@ -1,10 +1,11 @@
 // Times onnxruntime-node (the reference) on one model of the zoo, for
 // tests/bench/zoo_bench.cc: each case on its own .npy inputs, 2 warm-up runs,
-// then the median of up to REPS runs, stopping after BUDGET_MS (at least 3).
-// Prints `ort_<id>: <median ms> ms` per case; a case that fails prints its
+// then the median (STAT median) or the minimum (STAT min) of up to REPS runs,
+// stopping after BUDGET_MS (at least 3).
+// Prints `ort_<id>: <ms> ms` per case; a case that fails prints its
 // error on stderr and no line (the others go on).
 //   NODE_PATH=$KILN_DATA/ort/node_modules node zoo_ort_bench.js ZOO_DIR THREADS REPS BUDGET_MS \
-//       MODEL id:onnx_name=rel/path.npy[,onnx_name=rel/path.npy...] ...
+//       STAT MODEL id:onnx_name=rel/path.npy[,onnx_name=rel/path.npy...] ...
 // (MODEL and the .npy paths are relative to ZOO_DIR, as in manifest.tsv.)
 'use strict';
 const fs = require('fs');
@@ -45,8 +46,10 @@ function readNpy(file) {
 }
 
 (async () => {
-  const [dir, threads, reps, budgetMs, model, ...cases] = process.argv.slice(2);
-  if (!cases.length) throw new Error('usage: zoo_ort_bench.js ZOO_DIR THREADS REPS BUDGET_MS MODEL id:inputs ...');
+  const [dir, threads, reps, budgetMs, stat, model, ...cases] = process.argv.slice(2);
+  if (!cases.length || (stat !== 'median' && stat !== 'min')) {
+    throw new Error('usage: zoo_ort_bench.js ZOO_DIR THREADS REPS BUDGET_MS median|min MODEL id:inputs ...');
+  }
   const session = await ort.InferenceSession.create(path.join(dir, model), {
     intraOpNumThreads: Number(threads), interOpNumThreads: 1, executionMode: 'sequential',
     logSeverityLevel: 3});
@@ -71,7 +74,8 @@ function readNpy(file) {
         times.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
       times.sort((a, b) => a - b);
-      console.log(`ort_${id}: ${times[Math.floor(times.length / 2)].toFixed(3)} ms`);
+      const ms = stat === 'min' ? times[0] : times[Math.floor(times.length / 2)];
+      console.log(`ort_${id}: ${ms.toFixed(3)} ms`);
     } catch (e) {
       console.error(`ort_${id}: ${e.message || e}`);
       failed = true;

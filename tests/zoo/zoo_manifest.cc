@@ -28,10 +28,10 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const std
 
 std::string ZooCase::Id() const { return absl::StrCat(name, "_op", opset, "_b", batch); }
 
-std::string ZooDir() {
-  if (const char* d = std::getenv("KILN_DATA")) return std::string(d) + "/zoo";
+std::string ZooDir(const std::string& set) {
+  if (const char* d = std::getenv("KILN_DATA")) return std::string(d) + "/" + set;
   const char* home = std::getenv("HOME");
-  return std::string(home ? home : "/root") + "/.cache/kiln/data/zoo";
+  return std::string(home ? home : "/root") + "/.cache/kiln/data/" + set;
 }
 
 absl::StatusOr<std::vector<ZooCase>> ParseZooManifest(const std::string& text) {

@@ -30,8 +30,10 @@ struct ZooCase {
   std::string Id() const;
 };
 
-// The zoo directory: $KILN_DATA/zoo, KILN_DATA defaulting to ~/.cache/kiln/data.
-std::string ZooDir();
+// The directory of a zoo set: $KILN_DATA/<set>, KILN_DATA defaulting to
+// ~/.cache/kiln/data. Sets: "zoo" (the models, tools/zoo/export_zoo.py) and
+// "ops" (one graph per operation, tools/zoo/export_ops.py).
+std::string ZooDir(const std::string& set = "zoo");
 
 absl::StatusOr<std::vector<ZooCase>> ParseZooManifest(const std::string& text);
 absl::StatusOr<std::vector<ZooCase>> ReadZooManifest(const std::string& zoo_dir);

@@ -3,9 +3,12 @@
 // compared with onnxruntime-node's outputs on the same inputs. Every line of
 // $KILN_DATA/zoo/manifest.tsv is one gtest case ("resnet18_op17_b8"); the
 // target is sharded, and consecutive cases of one model share its load.
+// `--set=ops` runs the operation zoo ($KILN_DATA/ops, tools/zoo/export_ops.py)
+// instead (//tests/zoo:ops_test).
 // A missing zoo fails (tools/fetch_testdata makes it; tools/test runs that).
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -93,12 +96,12 @@ class ZooCaseTest : public ::testing::Test {
   ZooCase c_;
 };
 
-void RegisterZoo() {
-  std::string dir = ZooDir();
+void RegisterZoo(const std::string& set) {
+  std::string dir = ZooDir(set);
   auto cases = ReadZooManifest(dir);
   if (!cases.ok()) {
     std::string msg(cases.status().message());
-    ::testing::RegisterTest("zoo", "manifest", nullptr, nullptr, __FILE__, __LINE__,
+    ::testing::RegisterTest(set.c_str(), "manifest", nullptr, nullptr, __FILE__, __LINE__,
                             [msg]() -> ::testing::Test* {
                               struct Missing : ::testing::Test {
                                 explicit Missing(std::string m) : m_(std::move(m)) {}
@@ -110,7 +113,7 @@ void RegisterZoo() {
     return;
   }
   for (const ZooCase& c : *cases)
-    ::testing::RegisterTest("zoo", c.Id().c_str(), nullptr, nullptr, __FILE__, __LINE__,
+    ::testing::RegisterTest(set.c_str(), c.Id().c_str(), nullptr, nullptr, __FILE__, __LINE__,
                             [dir, c]() -> ::testing::Test* { return new ZooCaseTest(dir, c); });
 }
 
@@ -119,6 +122,9 @@ void RegisterZoo() {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  kiln::RegisterZoo();
+  std::string set = "zoo";
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--set=", 6) == 0) set = argv[i] + 6;
+  kiln::RegisterZoo(set);
   return RUN_ALL_TESTS();
 }
