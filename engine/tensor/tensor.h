@@ -253,6 +253,14 @@ class Tensor {
   static Tensor Cat(const std::vector<Tensor>& ts, int64_t axis);
   static Tensor Stack(const std::vector<Tensor>& ts, int64_t axis);
   std::vector<Tensor> Split(const std::vector<int64_t>& sizes, int64_t axis) const;
+  // f over slices of the batch (dim 0) of equal size, the largest divisor
+  // of the batch that is at most `per` images, concatenated along dim 0
+  // (f(*this) when `per` covers the batch). The scheduler orders each
+  // slice's kernels together and computes each slice straight into its part
+  // of the result, so a pipeline whose intermediates grow with the batch
+  // (im2col's windows, Winograd's transformed planes) keeps them one slice
+  // big, in cache, and reuses their buffers from slice to slice.
+  Tensor ChunkBatch(int64_t per, const std::function<Tensor(const Tensor&)>& f) const;
   Tensor Repeat(const std::vector<int64_t>& repeats) const;  // tile
   // out[..., i, ...] = self[..., index[..., i, ...], ...] along `axis`.
   Tensor Gather(int64_t axis, const Tensor& index) const;

@@ -122,6 +122,20 @@ std::vector<Tensor> Tensor::Split(const std::vector<int64_t>& sizes, int64_t axi
   return out;
 }
 
+Tensor Tensor::ChunkBatch(int64_t per, const std::function<Tensor(const Tensor&)>& f) const {
+  if (!ok()) return *this;
+  const int64_t n = ndim() > 0 ? shape()[0] : 1;
+  if (per >= n || n <= 1) return f(*this);
+  int64_t chunk = std::max<int64_t>(per, 1);
+  while (n % chunk != 0) --chunk;
+  std::vector<Tensor> parts;
+  for (const Tensor& slice : Split(std::vector<int64_t>(n / chunk, chunk), 0)) {
+    parts.push_back(f(slice));
+    if (!parts.back().ok()) return parts.back();
+  }
+  return Cat(parts, 0);
+}
+
 Tensor Tensor::Repeat(const std::vector<int64_t>& repeats_in) const {
   if (!ok()) return *this;
   for (int64_t r : repeats_in)

@@ -113,6 +113,35 @@ TEST_P(IndexTest, Split) {
   EXPECT_FALSE(a.Split({}, 0)[0].ok());
 }
 
+// ChunkBatch: equal slices of the largest divisor of the batch up to `per`,
+// the results concatenated along dim 0.
+TEST_P(IndexTest, ChunkBatch) {
+  Tensor x = T(Iota(12), {6, 2});
+  auto run = [&](int64_t per, std::vector<int64_t>* seen) {
+    return x.ChunkBatch(per, [seen](const Tensor& s) {
+      seen->push_back(s.shape()[0]);
+      return (s * 2.0).Sum({1});
+    });
+  };
+  std::vector<double> want = {2, 10, 18, 26, 34, 42};
+  for (auto [per, slices] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+           {6, {6}}, {9, {6}}, {4, {3, 3}}, {2, {2, 2, 2}}, {0, {1, 1, 1, 1, 1, 1}}}) {
+    SCOPED_TRACE(per);
+    std::vector<int64_t> seen;
+    Tensor r = run(per, &seen);
+    EXPECT_EQ(seen, slices);
+    EXPECT_EQ(r.shape(), (Shape{6}));
+    Check(r, want);
+  }
+  std::vector<int64_t> seen;
+  Tensor bad = x.ChunkBatch(2, [&](const Tensor& s) {
+    seen.push_back(s.shape()[0]);
+    return seen.size() == 2 ? Tensor::Cat({s, s}, 5) : s;  // the second slice fails
+  });
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(seen.size(), 2u) << "stops at the first error";
+}
+
 TEST_P(IndexTest, Repeat) {
   Tensor a = T({1, 2, 3, 4}, {2, 2});
   Tensor r = a.Repeat({2, 3});

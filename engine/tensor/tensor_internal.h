@@ -35,6 +35,17 @@ inline Tensor Fail(const Tensor& t, const std::string& msg) {
 std::string VecStr(const std::vector<int64_t>& v);
 // `v`, or `n` copies of `def` when `v` is empty (per-spatial-dim options).
 std::vector<int64_t> OrDefault(const std::vector<int64_t>& v, size_t n, int64_t def);
+// Images per batch slice (Tensor::ChunkBatch) of a convolution whose
+// intermediates (im2col's copied windows, Winograd's transformed planes)
+// take `bytes_per_image`: as many as keep them within kBatchSliceBytes, at
+// least 1 -- past that they leave the cache between the kernel that writes
+// them and the one that reads them.
+inline constexpr double kBatchSliceBytes = 8 << 20;
+inline int64_t ImagesPerSlice(double bytes_per_image) {
+  if (!(bytes_per_image > 0)) return int64_t{1} << 40;
+  const double n = kBatchSliceBytes / bytes_per_image;
+  return n < 1 ? 1 : n > 1e12 ? int64_t{1} << 40 : static_cast<int64_t>(n);
+}
 // Axes [first, first + n).
 std::vector<int64_t> AxisRange(int64_t first, int64_t n);
 // Checks a per-spatial-dim option: `n` entries, each >= `min`.

@@ -86,8 +86,11 @@ Tensor Tensor::Pool(const std::vector<int64_t>& kernel_in, const std::vector<int
   // of its 417; elementwise kernels 74.7 -> 70.5 ms with the buffer).
   bool padded = false;
   for (const auto& [b, a] : padding) padded |= b != 0 || a != 0;
+  // (A view of a CONTIGUOUS is one of its buffer: a slice of a batch padded
+  // once, see Tensor::ChunkBatch.)
   const UOpRef& u = p.uop();
-  bool plain = u->op() == Op::kBuffer || (u->op() == Op::kView && u->src(0)->op() == Op::kBuffer);
+  auto stored = [](const UOp* s) { return s->op() == Op::kBuffer || s->op() == Op::kContiguous; };
+  bool plain = stored(u.get()) || (u->op() == Op::kView && stored(u->src(0).get()));
   if (padded || !plain) p = p.Contiguous();
   const Shape& ps = p.shape();
   Shape out_shape(ps.begin(), ps.begin() + lead);

@@ -242,7 +242,7 @@ TEST_P(NnTest, ConvChoosesIm2ColFromTheShape) {
 // A long reduce over copied windows (K = Cin * taps past 1536) is split into
 // parts of whole channels: the window copy, the parts' partial sums, their
 // sum with the bias. No divisor of Cin giving parts of 384+ (a prime Cin):
-// one matmul.
+// one matmul. A batch whose windows outgrow 8 MiB runs in slices.
 TEST_P(NnTest, ConvSplitsALongReduce) {
   struct Case {
     Shape x, w;
@@ -252,6 +252,9 @@ TEST_P(NnTest, ConvSplitsALongReduce) {
       {{2, 96, 6, 6, 6}, {4, 96, 3, 3, 3}, 3},  // K = 2592: 3-D, 2 images, 2 parts
       {{1, 128, 9, 9}, {16, 128, 3, 3}, 2},  // K = 1152: one matmul
       {{1, 173, 9, 9}, {16, 173, 3, 3}, 2},  // K = 1557, Cin prime: one matmul
+      // 4.5 MiB of windows an image: slices of one image (Tensor::ChunkBatch),
+      // each its window copy and its matmul computed into its part.
+      {{2, 128, 34, 34}, {16, 128, 3, 3}, 4},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::PrintToString(c.x) + " * " + testing::PrintToString(c.w));

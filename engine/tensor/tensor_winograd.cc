@@ -16,7 +16,10 @@
 // output phases; then one copy interleaves them into rows. F(4 x 4, 3 x 3) (4x
 // fewer multiplies) was measured slower on every ResNet-18 layer: its
 // transforms (484 terms per tile and channel, where F(2 x 2) has 64
-// additions) cost more than the matmuls they save.
+// additions) cost more than the matmuls they save. A batch whose
+// transformed planes outgrow the cache runs these kernels one slice of
+// images at a time (Tensor::ChunkBatch), each slice's planes in cache.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +44,12 @@ constexpr double kG[kA * 3] = {1, 0, 0,         //
                                0, 0, 1};
 constexpr double kAt[kM * kA] = {1, 1, 1, 0,  //
                                  0, 1, -1, -1};
+
+// The transformed input and the matmuls' output of one image: 16 planes
+// each of (Cin + Cout) x tiles floats.
+double WinogradBytesPerImage(int64_t cin, int64_t cout, int64_t tiles) {
+  return 16.0 * static_cast<double>(cin + cout) * static_cast<double>(tiles) * 4;
+}
 
 // c * t, with the multiply left out for 1 and -1 (the caller adds or
 // subtracts).
@@ -67,6 +76,54 @@ std::vector<Tensor> Transform2D(const std::vector<Tensor>& in, int cols, const d
       out.push_back(acc);
     }
   return out;
+}
+
+// ConvWinograd on the padded input xp (N, Cin, 2 (TH + 1), 2 (TW + 1)),
+// contiguous, of an oh x ow output.
+Tensor PaddedWinograd(const Tensor& xp, const Tensor& u, int64_t oh, int64_t ow) {
+  const int64_t m = kM, a = kA;
+  const int64_t n = xp.shape()[0], cin = xp.shape()[1], cout = u.shape()[1];
+  const int64_t ph = xp.shape()[2] / m, pw = xp.shape()[3] / m, th = ph - 1, tw = pw - 1;
+  // The padded input split into its 2 x 2 phases, (2, 2, C, N, TH+1, TW+1):
+  // phase (p, q) holds rows p, p+2, ... and columns q, q+2, ... Tap (k, l)
+  // of every tile is then a unit-stride view of phase (k % 2, l % 2) shifted
+  // by (k / 2, l / 2), so the transform reads whole vectors where the tiles
+  // themselves would need gathers of every other element. (Measured on
+  // ResNet-18's 56-wide layer: the transform read the tiles in 0.74-1.6 ms,
+  // the split and the transform take 0.24 ms.)
+  Tensor xph = xp.Reshape({n, cin, ph, m, pw, m})
+                   .Permute({3, 5, 1, 0, 2, 4})
+                   .Contiguous();
+  std::vector<Tensor> d;
+  for (int64_t k = 0; k < a; ++k)
+    for (int64_t l = 0; l < a; ++l)
+      d.push_back(xph.Shrink({{k % m, k % m + 1},
+                              {l % m, l % m + 1},
+                              {0, cin},
+                              {0, n},
+                              {k / m, k / m + th},
+                              {l / m, l / m + tw}})
+                      .Reshape({cin, n, th, tw}));
+  // The tiles of all images are one axis of the matmuls (N * T): each
+  // transformed weight is reused by every tile of the batch.
+  const int64_t nt = n * th * tw;
+  Tensor v = Tensor::Stack(Transform2D(d, a, kBt, a), 0).Contiguous();  // (a*a, Cin, N, TH, TW)
+  Tensor mm = (v.Reshape({a * a, 1, cin, nt}) * u.Reshape({a * a, cout, cin, 1}))
+                  .Sum({2});  // (a*a, Cout, N * T)
+  std::vector<Tensor> planes;
+  for (int64_t p = 0; p < a * a; ++p)
+    planes.push_back(mm.Shrink({{p, p + 1}, {0, cout}, {0, nt}}).Reshape({cout, n, th, tw}));
+  Tensor y = Tensor::Stack(Transform2D(planes, a, kAt, m), 0).Contiguous();  // (4, Cout, N, TH, TW)
+  // (o1, o2, Cout, N, TH, TW) -> (N, Cout, TH, o1, TW, o2) -> rows.
+  y = y.Reshape({m, m, cout, n, th, tw})
+          .Permute({3, 2, 4, 0, 5, 1})
+          .Reshape({n, cout, th * m, tw * m})
+          .Shrink({{0, n}, {0, cout}, {0, oh}, {0, ow}});
+  // Copied out in rows: every reader of the output through the interleaving
+  // view would gather (DenseNet reads each convolution's output in every
+  // later layer of its block: batch 8 at 1 thread 578 -> 475 ms of kernels);
+  // the copy costs no measurable time at batch 1.
+  return y.Contiguous();
 }
 
 }  // namespace
@@ -120,18 +177,11 @@ Tensor Tensor::ConvWinograd(const Tensor& u, const Pads& padding) const {
                                     ShapeStr(u.shape()), " are not (N, C, H, W) and (16, K, C)"));
   for (const auto& [p0, p1] : padding)
     if (p0 < 0 || p1 < 0) return Fail(*this, "winograd: negative padding");
-  const int64_t n = shape()[0], cin = shape()[1], cout = u.shape()[1];
+  const int64_t cin = shape()[1], cout = u.shape()[1];
   const int64_t oh = shape()[2] + padding[0].first + padding[0].second - 2;
   const int64_t ow = shape()[3] + padding[1].first + padding[1].second - 2;
   if (oh < 1 || ow < 1) return Fail(*this, "winograd: empty output");
   const int64_t th = (oh + m - 1) / m, tw = (ow + m - 1) / m;
-  // The padded input split into its 2 x 2 phases, (2, 2, C, N, TH+1, TW+1):
-  // phase (p, q) holds rows p, p+2, ... and columns q, q+2, ... Tap (k, l)
-  // of every tile is then a unit-stride view of phase (k % 2, l % 2) shifted
-  // by (k / 2, l / 2), so the transform reads whole vectors where the tiles
-  // themselves would need gathers of every other element. (Measured on
-  // ResNet-18's 56-wide layer: the transform read the tiles in 0.74-1.6 ms,
-  // the split and the transform take 0.24 ms.)
   const int64_t ph = th + 1, pw = tw + 1;
   Tensor xp = Pad({{0, 0},
                    {0, 0},
@@ -143,39 +193,10 @@ Tensor Tensor::ConvWinograd(const Tensor& u, const Pads& padding) const {
   // copy first took the elementwise kernels of ResNet-18 4.1 -> 3.6 ms and
   // of DenseNet-121 10.1 -> 7.5 ms (1 thread, batch 1).
   xp = xp.Contiguous();
-  Tensor xph = xp.Reshape({n, cin, ph, m, pw, m})
-                   .Permute({3, 5, 1, 0, 2, 4})
-                   .Contiguous();
-  std::vector<Tensor> d;
-  for (int64_t k = 0; k < a; ++k)
-    for (int64_t l = 0; l < a; ++l)
-      d.push_back(xph.Shrink({{k % m, k % m + 1},
-                              {l % m, l % m + 1},
-                              {0, cin},
-                              {0, n},
-                              {k / m, k / m + th},
-                              {l / m, l / m + tw}})
-                      .Reshape({cin, n, th, tw}));
-  // The tiles of all images are one axis of the matmuls (N * T): each
-  // transformed weight is reused by every tile of the batch.
-  const int64_t nt = n * th * tw;
-  Tensor v = Stack(Transform2D(d, a, kBt, a), 0).Contiguous();  // (a*a, Cin, N, TH, TW)
-  Tensor mm = (v.Reshape({a * a, 1, cin, nt}) * u.Reshape({a * a, cout, cin, 1}))
-                  .Sum({2});  // (a*a, Cout, N * T)
-  std::vector<Tensor> planes;
-  for (int64_t p = 0; p < a * a; ++p)
-    planes.push_back(mm.Shrink({{p, p + 1}, {0, cout}, {0, nt}}).Reshape({cout, n, th, tw}));
-  Tensor y = Stack(Transform2D(planes, a, kAt, m), 0).Contiguous();  // (4, Cout, N, TH, TW)
-  // (o1, o2, Cout, N, TH, TW) -> (N, Cout, TH, o1, TW, o2) -> rows.
-  y = y.Reshape({m, m, cout, n, th, tw})
-          .Permute({3, 2, 4, 0, 5, 1})
-          .Reshape({n, cout, th * m, tw * m})
-          .Shrink({{0, n}, {0, cout}, {0, oh}, {0, ow}});
-  // Copied out in rows: every reader of the output through the interleaving
-  // view would gather (DenseNet reads each convolution's output in every
-  // later layer of its block: batch 8 at 1 thread 578 -> 475 ms of kernels);
-  // the copy costs no measurable time at batch 1.
-  return y.Contiguous();
+  // A batch whose transformed planes outgrow the cache runs in slices of
+  // the padded buffer (padded once, so its producer still computes into it).
+  const int64_t per = ImagesPerSlice(WinogradBytesPerImage(cin, cout, th * tw));
+  return xp.ChunkBatch(per, [&](const Tensor& xs) { return PaddedWinograd(xs, u, oh, ow); });
 }
 
 // Where the matmuls are large enough to pay for the two
@@ -193,7 +214,7 @@ bool Tensor::WinogradPays(const Shape& x, const Shape& w, const ConvOptions& o) 
     for (int64_t s : *v)
       if (s != 1) return false;
   if (o.padding.size() != 2) return false;
-  int64_t tiles = x[0], row = 0;  // tiles over the batch; per tile row
+  int64_t tiles = 1, row = 0;  // tiles of one image; per tile row
   for (int i = 0; i < 2; ++i) {
     auto [p0, p1] = o.padding[i];
     if (p0 < 0 || p0 > 2 || p1 < 0 || p1 > 2) return false;
@@ -203,15 +224,20 @@ bool Tensor::WinogradPays(const Shape& x, const Shape& w, const ConvOptions& o) 
     row = (out + 1) / 2;
   }
   const int64_t cin = x[1], cout = w[0];
+  // A batch runs in slices of the images whose planes fit kBatchSliceBytes
+  // (ConvWinograd): the matmuls see the tiles of one slice.
+  const double image_bytes = WinogradBytesPerImage(cin, cout, tiles);
+  const int64_t images = std::min<int64_t>(std::max<int64_t>(x[0], 1), ImagesPerSlice(image_bytes));
+  tiles *= images;
   if (cin < kMinChannels || cout < kMinChannels || tiles < kMinTiles) return false;
   // The transformed input and the matmuls' output, 16 planes each, are
   // 4x the input and the output: kept only where the multiplies saved per
   // byte moved (cin * cout / (cin + cout)) are many, or else where they stay
   // in cache and the transforms' rows fill vectors (8+ tiles). DenseNet's
   // 128 -> 32 channels (25.6) paid at batch 1 (56- and 28-wide maps: 7.7
-  // and 1.9 MiB) but not at batch 8 (61 MiB), nor on its 14-wide maps
-  // (7 tiles a row: the input transform at 20 GFLOP/s).
-  const double bytes = 16.0 * static_cast<double>(cin + cout) * static_cast<double>(tiles) * 4;
+  // and 1.9 MiB), but not on its 14-wide maps (7 tiles a row: the input
+  // transform at 20 GFLOP/s).
+  const double bytes = image_bytes * static_cast<double>(images);
   return cin * cout >= 32 * (cin + cout) || (bytes <= kMaxUnbalancedBytes && row >= 8);
 }
 
