@@ -418,6 +418,40 @@ TEST(OnnxModelTest, DataDependentShapesAndControlFlow) {
   ExpectNear(RunOne(*m, {F({0, 3, 0, 1}, {4})}), {1, 3});
 }
 
+// MatMul(q, Transpose(k)) on the CPU: K^T is copied into rows first (one
+// more kernel, Tensor::TransposedCopyPays) when q has 16 rows or more.
+TEST(OnnxModelTest, MatMulCopiesATransposedOperand) {
+  for (int64_t rows : {16, 4}) {
+    SCOPED_TRACE(rows);
+    Builder b;
+    b.Input("q", TensorProto::FLOAT, {2, rows, 8}).Input("k", TensorProto::FLOAT, {2, 12, 8});
+    b.Output("y");
+    AttrInts(b.Node("Transpose", {"k"}, {"kt"}), "perm", {0, 2, 1});
+    b.Node("MatMul", {"q", "kt"}, {"y"});
+    auto m = Load(b);
+    ASSERT_TRUE(m);
+    std::vector<float> q(2 * rows * 8), k(2 * 12 * 8);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(i % 5) - 2.0f;
+    for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i % 3) - 1.0f;
+    Tensor qt = F(q, {2, rows, 8}), kt = F(k, {2, 12, 8});
+    ASSERT_TRUE(Tensor::RealizeAll({&qt, &kt}).ok());
+    auto out = m->Run({qt, kt});
+    ASSERT_TRUE(out.ok()) << out.status();
+    uint64_t before = TestEngine()->stats().kernels_run;
+    ASSERT_TRUE((*out)[0].Realize().ok());
+    EXPECT_EQ(TestEngine()->stats().kernels_run - before, rows >= 16 ? 2u : 1u);
+    std::vector<double> y = Values((*out)[0]), want;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < 12; ++j) {
+          double acc = 0;
+          for (int64_t c = 0; c < 8; ++c) acc += q[(h * rows + i) * 8 + c] * k[(h * 12 + j) * 8 + c];
+          want.push_back(acc);
+        }
+    EXPECT_EQ(y, want);
+  }
+}
+
 // Two host reads downstream of one MatMul, whose result is also a graph
 // output: the MatMul runs once, not once per read plus once for the output
 // (GraphBuilder::ReadOnHost realizes the live values sharing it).

@@ -54,6 +54,10 @@ absl::Status MatMulOp(OpContext& ctx) {
     b = b.Cast(dtypes::kFloat32);
   }
   std::optional<Tensor> panels = PanelMatmul(ctx, a, b, false);
+  // Q K^T: on the CPU, K^T copied into rows first (measured there only).
+  if (!panels && ctx.device() == "CPU" && a.ndim() >= 2 &&
+      Tensor::TransposedCopyPays(a.shape()[a.ndim() - 2], b))
+    b = b.Contiguous();
   Tensor y = panels ? *panels : a.Matmul(b);
   ctx.Set(0, half ? y.Cast(t) : y);
   return absl::OkStatus();

@@ -319,6 +319,11 @@ class Tensor {
   Tensor PanelWeights(int64_t panel, bool transposed) const;
   Tensor MatmulPanels(const Tensor& panels, int64_t n) const;
   static bool PanelsPay(int64_t m, int64_t k, int64_t n);
+  // Whether a CPU matmul of `m` rows (M) times `b` (..., K, N) pays for
+  // copying b into (K, N) rows first (b.Contiguous()): b is read across its
+  // rows (one view, K adjacent in memory, N not: attention's K^T) and M is
+  // at least 16 (tensor_math.cc).
+  static bool TransposedCopyPays(int64_t m, const Tensor& b);
   // w (Cin, Cout/groups, *kernel); output_padding per spatial dim.
   Tensor ConvTranspose(const Tensor& w, const Tensor* bias, const ConvOptions& o,
                        const std::vector<int64_t>& output_padding = {}) const;

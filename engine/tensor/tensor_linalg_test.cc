@@ -156,6 +156,25 @@ TEST_P(LinalgTest, MatmulCopiesAnOperandOfStackedViews) {
   Check(r, RefBmm(m, w, 1, s, h * d, n));
 }
 
+// A right operand read across its rows (Q K^T: K's rows are the output
+// columns) pays for a copy into (K, N) rows when A has 16 rows or more;
+// copied or not, the product is the same.
+TEST_P(LinalgTest, TransposedCopyPays) {
+  const int64_t heads = 2, d = 8, s = 12, m = 16;
+  std::vector<float> qv = Grid(heads * m * d, 9), kv = Grid(heads * s * d, 10);
+  Tensor q = T(qv, {heads, m, d}), k = T(kv, {heads, s, d});
+  ASSERT_TRUE(Tensor::RealizeAll({&q, &k}).ok());
+  Tensor kt = k.Transpose(-1, -2);
+  EXPECT_TRUE(Tensor::TransposedCopyPays(m, kt));
+  EXPECT_FALSE(Tensor::TransposedCopyPays(4, kt)) << "4 rows: dot products";
+  EXPECT_FALSE(Tensor::TransposedCopyPays(m, k)) << "rows already";
+  std::vector<float> ktv(heads * d * s);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < s; ++j)
+      for (int64_t c = 0; c < d; ++c) ktv[(h * d + c) * s + j] = kv[(h * s + j) * d + c];
+  for (const Tensor& b : {kt, kt.Contiguous()}) Check(q.Matmul(b), RefBmm(qv, ktv, heads, m, d, s));
+}
+
 // A long reduction (K >= 4096, M and N >= 32) is reduced in chunks of K
 // (partial sums realized, then summed: two kernels); a K with no chunking
 // into multiples of 16 stays one kernel. Both match the naive product.
@@ -212,6 +231,13 @@ TEST_P(LinalgTest, SoftmaxAndLogSoftmax) {
   ExpectNear(sums, {1, 1, 1});
   Tensor i = Tensor::FromVector<int32_t>(e, {0, 0}, {2}, dtypes::kInt32, dev);
   Check((i.Softmax()), {0.5, 0.5});
+  // The exponentials are stored once, not recomputed by the normalization:
+  // the max, the exponentials, their sum, the division.
+  ASSERT_TRUE(t.Realize().ok());
+  Tensor sm = t.Softmax();
+  uint64_t before = e->stats().kernels_run;
+  ASSERT_TRUE(sm.Realize().ok());
+  EXPECT_EQ(e->stats().kernels_run - before, 4u);
 }
 
 TEST_P(LinalgTest, LayerNormAndBatchNorm) {
