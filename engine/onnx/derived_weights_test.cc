@@ -73,6 +73,40 @@ TEST(DerivedWeightsTest, SmallConvolutionsStayDirect) {
   EXPECT_EQ(wino->derived_weights(), 1u);
 }
 
+// y = Conv(x, w), dilations and pads `rate`, 8 -> 4 channels (too few for
+// Winograd); w an initializer or else an input.
+std::unique_ptr<OnnxModel> DilatedConvModel(int64_t rate, bool constant_weight) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {1, 8, -1, -1}).Output("y");
+  std::vector<float> wv = Ramp(4 * 8 * 9, 4);
+  if (constant_weight)
+    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, {4, 8, 3, 3}, dtypes::kFloat32));
+  else
+    b.Input("w", TensorProto::FLOAT, {4, 8, 3, 3});
+  onnx::NodeProto* n = b.Node("Conv", {"x", "w"}, {"y"});
+  AttrInts(n, "pads", {rate, rate, rate, rate});
+  AttrInts(n, "dilations", {rate, rate});
+  return Load(b);
+}
+
+// A convolution most of whose tap products read padding (rate 5 or 9 on an
+// 8 x 8 map: Tensor::PaddingTapFraction 0.66, 0.89) reads its constant
+// weight laid out taps outermost, derived once; rate 3 (0.44) reads the
+// model's layout. The values are the weight-as-input model's.
+TEST(DerivedWeightsTest, MostlyPaddedConvolutionsReadTapsOutermost) {
+  const Shape xs = {1, 8, 8, 8};
+  Tensor x = F(Ramp(Prod(xs), 5), xs), w = F(Ramp(4 * 8 * 9, 4), {4, 8, 3, 3});
+  for (auto [rate, derived] : {std::pair<int64_t, size_t>{5, 1}, {9, 1}, {3, 0}}) {
+    SCOPED_TRACE(rate);
+    auto constant = DilatedConvModel(rate, true), input = DilatedConvModel(rate, false);
+    ASSERT_TRUE(constant && input);
+    std::vector<double> got = RunOne(*constant, {x});
+    EXPECT_EQ(constant->derived_weights(), derived);
+    ExpectNear(got, RunOne(*input, {x, w}), 1e-5, 1e-5);
+    EXPECT_EQ(input->derived_weights(), 0u);
+  }
+}
+
 // y = Gemm(x, w, c) (transB = trans_b, w stored (N, K) then) or
 // y = MatMul(x, w); w an initializer or else an input.
 constexpr int64_t kK = 160, kN = 110;  // 70 KiB of weight, 4 panels (the last 14 wide)

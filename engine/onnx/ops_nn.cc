@@ -161,6 +161,34 @@ std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor
   return y + bias->Cast(y.dtype()).Reshape({1, bias->numel(), 1, 1});
 }
 
+// A convolution most of whose tap products read padding (a dilated one on a
+// small map: Tensor::PaddingTapFraction), on the CPU, when the weight is the
+// model's own constant: the weight is laid out once (DerivedWeights) with
+// the taps outermost, (*k, Cout, Cin), and passed to Conv as a view in the
+// usual order. Conv then keeps a subset of the taps (the live ones, or each
+// region's), and reads each kept tap's weights with Cin contiguous, where in
+// the model's layout the subset's loads stride over the other taps, a cache
+// line per one or two floats (DeepLabV3's 960 -> 256 convolutions left with
+// their centre tap ran at 82 GFLOP/s, a plain 1x1 one at 178).
+std::optional<Tensor> TapsOutermostConv(OpContext& ctx, const Tensor& x, const Tensor& w,
+                                        const Tensor* bias, const Tensor::ConvOptions& o) {
+  DerivedWeights* derived = CpuDerivedWeights(ctx);
+  if (derived == nullptr || w.ndim() < 3 ||
+      Tensor::PaddingTapFraction(x.shape(), w.shape(), o) < 0.5)
+    return std::nullopt;
+  const int64_t nd = w.ndim() - 2;
+  std::vector<int64_t> out, back(w.ndim());
+  for (int64_t i = 0; i < nd; ++i) out.push_back(2 + i);
+  out.push_back(0);
+  out.push_back(1);
+  for (int64_t i = 0; i < w.ndim(); ++i) back[out[i]] = i;
+  absl::StatusOr<Tensor> taps =
+      derived->Get(absl::StrCat(ctx.node().input(1), "/taps_outermost/", w.dtype().Name()),
+                   [&] { return w.Permute(out).Contiguous(); });
+  if (!taps.ok()) return std::nullopt;
+  return x.Conv(taps->Permute(back), bias, o);
+}
+
 absl::Status ConvOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(2, 3));
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
@@ -186,9 +214,11 @@ absl::Status ConvOp(OpContext& ctx) {
     w = w.Cast(dtypes::kFloat32);
     if (bias) bias = bias->Cast(dtypes::kFloat32);
   }
-  std::optional<Tensor> wino = WinogradConv(ctx, x, w, bias ? &*bias : nullptr, o);
-  Tensor y = wino ? *wino : x.Conv(w, bias ? &*bias : nullptr, o);
-  ctx.Set(0, half ? y.Cast(t) : y);
+  const Tensor* b = bias ? &*bias : nullptr;
+  std::optional<Tensor> y = WinogradConv(ctx, x, w, b, o);
+  if (!y) y = TapsOutermostConv(ctx, x, w, b, o);
+  if (!y) y = x.Conv(w, b, o);
+  ctx.Set(0, half ? y->Cast(t) : *y);
   return absl::OkStatus();
 }
 

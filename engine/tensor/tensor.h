@@ -297,6 +297,21 @@ class Tensor {
   };
   // x (N, Cin, *spatial), w (Cout, Cin/groups, *kernel): 1-D, 2-D (any rank).
   Tensor Conv(const Tensor& w, const Tensor* bias, const ConvOptions& o) const;
+  // The taps of a convolution of x by w that read something besides padding
+  // for some output, when others read only padding (Conv drops those):
+  // the bounds of the weight and the input to keep (Shrink), the kept
+  // kernel and the padding left. Nothing when every tap is live.
+  struct LiveTaps {
+    Pads weight, input;
+    std::vector<int64_t> kernel;
+    Pads padding;
+  };
+  static std::optional<LiveTaps> DeadTaps(const Shape& x, const Shape& w, const ConvOptions& o);
+  // The fraction of a convolution's (output, tap) products that read
+  // padding (0 when the shapes or options are invalid). Past 1/2, Conv
+  // drops the dead taps and splits the output into regions of the taps
+  // they read (tensor_conv.cc).
+  static double PaddingTapFraction(const Shape& x, const Shape& w, const ConvOptions& o);
   Tensor Conv2d(const Tensor& w, const Tensor* bias, const ConvOptions& o) const {
     return Conv(w, bias, o);
   }

@@ -164,6 +164,38 @@ TEST_P(NnTest, ConvDilatedPastTheInput) {
   CheckConv({{1, 2, 6, 6}, {3, 2, 2, 2}, {1, 1}, {10, 10}, {{5, 0}, {0, 5}}, 1, true});
 }
 
+// Rate 5 on an 8 x 8 map, padding 5: per dim the outputs 0-2 read with taps
+// 1-2, 3-4 with tap 1, 5-7 with taps 0-1 -- 14 of 24 tap products live, 34%
+// of the 2-D ones. The output is split into 9 regions of constant live taps
+// (each its own convolution): the same values with a third of the
+// multiplies. Rate 3 (56% live) stays one convolution.
+TEST_P(NnTest, ConvSplitsRegionsOfLiveTaps) {
+  auto fraction = [](int64_t rate) {
+    Tensor::ConvOptions o{{1, 1}, {rate, rate}, {{rate, rate}, {rate, rate}}, 1};
+    return Tensor::PaddingTapFraction({1, 8, 8, 8}, {4, 8, 3, 3}, o);
+  };
+  EXPECT_NEAR(fraction(5), 1 - (14.0 / 24) * (14.0 / 24), 1e-12);
+  EXPECT_NEAR(fraction(3), 1 - (18.0 / 24) * (18.0 / 24), 1e-12);
+  EXPECT_EQ(Tensor::PaddingTapFraction({1, 8, 8, 8}, {4, 8, 3, 3}, {}), 0.0) << "no padding";
+  for (int64_t rate : {5, 3}) {
+    SCOPED_TRACE(rate);
+    ConvCase c{{1, 8, 8, 8}, {4, 8, 3, 3}, {1, 1}, {rate, rate}, {{rate, rate}, {rate, rate}}, 1,
+               true};
+    CheckConv(c);
+    Tensor x = T(Fill(Prod(c.x), 1), c.x), w = T(Fill(Prod(c.w), 2), c.w);
+    ASSERT_TRUE(Tensor::RealizeAll({&x, &w}).ok());
+    Tensor r = x.Conv(w, nullptr, {c.stride, c.dilation, c.pads, 1});
+    const double before = e->stats().flops_run, full = 2.0 * 4 * 8 * 64 * 9;
+    ASSERT_TRUE(r.Realize().ok());
+    const double flops = e->stats().flops_run - before;
+    if (rate == 5) {  // (the estimate counts the regions' window copies too)
+      EXPECT_LT(flops, 0.6 * full);
+    } else {
+      EXPECT_GE(flops, full);
+    }
+  }
+}
+
 TEST_P(NnTest, ConvGroupsAndDepthwise) {
   CheckConv({{1, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, true});
   CheckConv({{2, 3, 6, 5}, {3, 1, 3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 1}}, 3, false});
