@@ -206,14 +206,67 @@ class KernelBuilder {
   UOpList keep_;
 };
 
+// The last dim's left and right padding of every interior row as one view
+// of runs (rows of the dims before the last two interior, then the interior
+// rows of the second-last dim and one more, each run the right padding of
+// a row and the left padding of the next): (..., R + 1, right + left) with
+// strides (..., W, 1), starting at the right padding of the row before the
+// first interior row. The first run's right part and the last run's left
+// part lie in the second-last dim's padding slabs, written twice with the
+// same value. Nothing when the second-last dim has no padding on a side (a
+// run would leave the buffer) or the last dim none on either.
+std::optional<ShapeTracker> ColumnSeam(const Shape& full, const Pads& pads) {
+  const size_t nd = full.size(), h = nd - 2, w = nd - 1;
+  const int64_t left = pads[w].first, right = pads[w].second;
+  if (left <= 0 || right <= 0 || pads[h].first <= 0 || pads[h].second <= 0) return std::nullopt;
+  Shape shape;
+  std::vector<int64_t> strides(nd, 0);
+  int64_t stride = 1, offset = 0;
+  for (size_t e = nd; e-- > 0;) {
+    strides[e] = stride;
+    stride *= full[e];
+  }
+  for (size_t e = 0; e < h; ++e) {
+    shape.push_back(full[e] - pads[e].first - pads[e].second);
+    offset += pads[e].first * strides[e];
+  }
+  const int64_t rows = full[h] - pads[h].first - pads[h].second + 1;
+  shape.push_back(rows);
+  shape.push_back(right + left);
+  offset += (pads[h].first - 1) * strides[h] + full[w] - right;
+  std::vector<int64_t> st(strides.begin(), strides.begin() + h);
+  st.push_back(strides[h]);
+  st.push_back(1);
+  for (int64_t s : shape)
+    if (s <= 0) return std::nullopt;
+  return ShapeTracker({View::Create(shape, st, offset)});
+}
+
 // Kernels that write `fill` into the border of a padded buffer of shape
 // `full` (interior given by `pads`): per padded dim d, the slabs before and
 // after the interior along d, interior along the dims before d and full
-// along the dims after it (disjoint, together exactly the border).
+// along the dims after it (disjoint, together exactly the border). The
+// last dim's two slabs (a map's left and right columns) are one seam kernel
+// where they can be: the right padding of row r and the left padding of row
+// r + 1 are adjacent in memory, so one run per row writes both (a column
+// slab alone wrote one element per row and cache line: MobileNetV2's 112 x
+// 112 x 96 map took 72 + 33 us for its two columns).
 std::vector<ScheduleItem> BorderFills(const UOpRef& buf, DType dt, const Shape& full,
                                       const Pads& pads, ConstValue fill) {
   std::vector<ScheduleItem> items;
-  for (size_t d = 0; d < full.size(); ++d) {
+  auto fill_view = [&](const ShapeTracker& st) {
+    UOpRef store = UOp::Make(Op::kStore, dtypes::kVoid,
+                             {DefineGlobal(0, dt), UOp::Const(dt, fill)}, Arg(StArg(st)));
+    items.push_back({UOp::Make(Op::kSink, dtypes::kVoid, {store}), {buf}});
+  };
+  const size_t nd = full.size();
+  std::optional<ShapeTracker> seam;
+  if (nd >= 2) seam = ColumnSeam(full, pads);
+  for (size_t d = 0; d < nd; ++d) {
+    if (seam && d == nd - 1) {
+      fill_view(*seam);
+      continue;
+    }
     for (int side = 0; side < 2; ++side) {
       Pads box;
       for (size_t e = 0; e < full.size(); ++e) {
@@ -223,10 +276,7 @@ std::vector<ScheduleItem> BorderFills(const UOpRef& buf, DType dt, const Shape& 
         else box.push_back({full[d] - pads[d].second, full[d]});
       }
       if (box[d].first >= box[d].second) continue;
-      ShapeTracker st = ShapeTracker::FromShape(full).Shrink(box);
-      UOpRef store = UOp::Make(Op::kStore, dtypes::kVoid,
-                               {DefineGlobal(0, dt), UOp::Const(dt, fill)}, Arg(StArg(st)));
-      items.push_back({UOp::Make(Op::kSink, dtypes::kVoid, {store}), {buf}});
+      fill_view(ShapeTracker::FromShape(full).Shrink(box));
     }
   }
   return items;
