@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +17,7 @@ namespace kiln {
 
 namespace {
 
-// Drops the kernel taps that read only padding (Tensor::LiveTaps) from the
+// Drops the kernel taps that read only padding (Tensor::DeadTaps) from the
 // convolution of x by w.
 void CropDeadTaps(Tensor* x, Tensor* w, std::vector<int64_t>* kernel,
                   const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
@@ -35,19 +36,21 @@ void CropDeadTaps(Tensor* x, Tensor* w, std::vector<int64_t>* kernel,
 
 // One spatial dim's output split where the set of live taps changes: per
 // segment [begin, end) of outputs, the taps [lo, hi] that read the input for
-// all of them (the others read only padding there).
+// all of them (the others read only padding there; lo > hi: none). Nothing
+// for more than kMaxTapOutputs outputs (one step per output).
 struct TapSegment {
   int64_t begin, end, lo, hi;
 };
+constexpr int64_t kMaxTapOutputs = int64_t{1} << 20;
 
-std::vector<TapSegment> TapSegments(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0,
-                                    int64_t out) {
+std::optional<std::vector<TapSegment>> TapSegments(int64_t in, int64_t k, int64_t s, int64_t d,
+                                                   int64_t p0, int64_t out) {
+  if (out > kMaxTapOutputs || s < 1 || d < 1 || k < 1) return std::nullopt;
   std::vector<TapSegment> segs;
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = o * s - p0;  // input position of tap 0
-    int64_t lo = 0, hi = k - 1;
-    while (lo <= hi && start + lo * d < 0) ++lo;
-    while (hi >= lo && start + hi * d > in - 1) --hi;
+    const int64_t lo = start >= 0 ? 0 : (-start + d - 1) / d;
+    const int64_t hi = start > in - 1 ? -1 : std::min(k - 1, (in - 1 - start) / d);
     if (!segs.empty() && segs.back().lo == lo && segs.back().hi == hi) {
       segs.back().end = o + 1;
     } else {
@@ -79,8 +82,9 @@ std::optional<Tensor> ConvRegions(const Tensor& x, const Tensor& w, const Tensor
     const int64_t span = in + p0 + p1 - d * (k - 1) - 1;
     if (span < 0 || p0 < 0 || p1 < 0) return std::nullopt;  // Pool reports it
     const int64_t out = span / s + 1;
-    segs.push_back(TapSegments(in, k, s, d, p0, out));
-    if (segs.back().size() > 3) return std::nullopt;
+    std::optional<std::vector<TapSegment>> dim = TapSegments(in, k, s, d, p0, out);
+    if (!dim || dim->size() > 3) return std::nullopt;
+    segs.push_back(std::move(*dim));
     double taps = 0;
     for (const TapSegment& g : segs.back()) {
       if (g.lo > g.hi) return std::nullopt;
@@ -226,10 +230,12 @@ double Tensor::PaddingTapFraction(const Shape& x, const Shape& w, const ConvOpti
     const auto [p0, p1] = padding[i];
     if (s < 1 || d < 1 || k < 1 || p0 < 0 || p1 < 0) return 0;
     const int64_t span = in + p0 + p1 - d * (k - 1) - 1;
-    if (span < 0 || span / s + 1 > (int64_t{1} << 20)) return 0;
+    if (span < 0) return 0;
     const int64_t out = span / s + 1;
+    std::optional<std::vector<TapSegment>> segs = TapSegments(in, k, s, d, p0, out);
+    if (!segs) return 0;
     double taps = 0;
-    for (const TapSegment& g : TapSegments(in, k, s, d, p0, out))
+    for (const TapSegment& g : *segs)
       taps += static_cast<double>(g.end - g.begin) * static_cast<double>(std::max<int64_t>(g.hi - g.lo + 1, 0));
     live *= taps / (static_cast<double>(out) * static_cast<double>(k));
   }

@@ -177,6 +177,9 @@ TEST_P(NnTest, ConvSplitsRegionsOfLiveTaps) {
   EXPECT_NEAR(fraction(5), 1 - (14.0 / 24) * (14.0 / 24), 1e-12);
   EXPECT_NEAR(fraction(3), 1 - (18.0 / 24) * (18.0 / 24), 1e-12);
   EXPECT_EQ(Tensor::PaddingTapFraction({1, 8, 8, 8}, {4, 8, 3, 3}, {}), 0.0) << "no padding";
+  // A map too long to walk output by output (a hostile shape) is not judged.
+  Tensor::ConvOptions wide{{1}, {1 << 20}, {{1 << 20, 1 << 20}}, 1};
+  EXPECT_EQ(Tensor::PaddingTapFraction({1, 1, int64_t{1} << 40}, {1, 1, 3}, wide), 0.0);
   for (int64_t rate : {5, 3}) {
     SCOPED_TRACE(rate);
     ConvCase c{{1, 8, 8, 8}, {4, 8, 3, 3}, {1, 1}, {rate, rate}, {{rate, rate}, {rate, rate}}, 1,
