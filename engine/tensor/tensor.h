@@ -259,7 +259,9 @@ class Tensor {
   // slice's kernels together and computes each slice straight into its part
   // of the result, so a pipeline whose intermediates grow with the batch
   // (im2col's windows, Winograd's transformed planes) keeps them one slice
-  // big, in cache, and reuses their buffers from slice to slice.
+  // big, in cache, and reuses their buffers from slice to slice. At most 64
+  // slices: past that (a huge batch, a prime one with small slices) f runs
+  // on the whole batch.
   Tensor ChunkBatch(int64_t per, const std::function<Tensor(const Tensor&)>& f) const;
   Tensor Repeat(const std::vector<int64_t>& repeats) const;  // tile
   // out[..., i, ...] = self[..., index[..., i, ...], ...] along `axis`.

@@ -125,9 +125,14 @@ std::vector<Tensor> Tensor::Split(const std::vector<int64_t>& sizes, int64_t axi
 Tensor Tensor::ChunkBatch(int64_t per, const std::function<Tensor(const Tensor&)>& f) const {
   if (!ok()) return *this;
   const int64_t n = ndim() > 0 ? shape()[0] : 1;
+  // More than this many slices (a huge or prime batch): one, unsliced (the
+  // graph would grow with the batch).
+  constexpr int64_t kMaxSlices = 64;
   if (per >= n || n <= 1) return f(*this);
   int64_t chunk = std::max<int64_t>(per, 1);
+  if (n / chunk > kMaxSlices) return f(*this);
   while (n % chunk != 0) --chunk;
+  if (n / chunk > kMaxSlices) return f(*this);
   std::vector<Tensor> parts;
   for (const Tensor& slice : Split(std::vector<int64_t>(n / chunk, chunk), 0)) {
     parts.push_back(f(slice));

@@ -133,6 +133,22 @@ TEST_P(IndexTest, ChunkBatch) {
     EXPECT_EQ(r.shape(), (Shape{6}));
     Check(r, want);
   }
+  // 130 rows in slices of at most 1 or 2: 130 or 65 slices, more than 64 --
+  // one call on the whole batch.
+  Tensor many = T(Iota(130), {130, 1});
+  for (int64_t per : {1, 2}) {
+    int calls = 0;
+    Tensor r = many.ChunkBatch(per, [&](const Tensor& s) { ++calls; return s * 2.0; });
+    EXPECT_EQ(calls, 1) << per;
+    EXPECT_EQ(r.shape(), (Shape{130, 1}));
+  }
+  // Up to 3: slices of 2 (the largest divisor of 130 up to 3), 65 of them: one call. Up to 5:
+  // 26 slices of 5.
+  for (auto [per, want] : {std::pair<int64_t, int>{3, 1}, {5, 26}}) {
+    int calls = 0;
+    (void)many.ChunkBatch(per, [&](const Tensor& s) { ++calls; return s; });
+    EXPECT_EQ(calls, want) << per;
+  }
   std::vector<int64_t> seen;
   Tensor bad = x.ChunkBatch(2, [&](const Tensor& s) {
     seen.push_back(s.shape()[0]);

@@ -31,10 +31,8 @@ models run:
   dwconv3x3_s2          depthwise 3x3 stride 2, 96 ch on 112 x 112      MobileNetV2
 """
 import argparse
-import json
 import os
 import sys
-import time
 
 import numpy as np
 import torch
@@ -142,36 +140,7 @@ def main():
     ap.add_argument("--only", help="comma-separated operation names")
     ap.add_argument("--prefix", default="ops: ", help="prefix of the progress lines")
     args = ap.parse_args()
-    specs = OPS
-    if args.only:
-        want = args.only.split(",")
-        unknown = set(want) - {s.name for s in OPS}
-        if unknown:
-            sys.exit(f"unknown operation(s): {', '.join(sorted(unknown))}")
-        specs = [s for s in OPS if s.name in want]
-    os.makedirs(args.out_dir, exist_ok=True)
-    log_path = os.path.join(args.out_dir, "export.log")
-    cases_path = os.path.join(args.out_dir, "cases.json")
-    cases = []
-    if args.only and os.path.exists(cases_path):
-        with open(cases_path) as f:
-            cases = [c for c in json.load(f) if c["name"] not in want]
-    start = time.time()
-    for sp in specs:
-        try:
-            cases += zoo.export_spec(sp, args.out_dir, log_path, True, {})
-        except Exception:
-            print(f"{args.prefix}{sp.name} failed (the exporter's own messages are in {log_path})",
-                  flush=True)
-            raise
-    order = {s.name: i for i, s in enumerate(OPS)}
-    cases.sort(key=lambda c: (order[c["name"]], c["batch"]))
-    with open(cases_path, "w") as f:
-        json.dump(cases, f, indent=1)
-    if os.path.exists(log_path) and os.path.getsize(log_path) == 0:
-        os.remove(log_path)
-    print(f"{args.prefix}exported {len(specs)} operations ({len(cases)} cases) in "
-          f"{time.time() - start:.0f} s", flush=True)
+    zoo.export_all(OPS, args.out_dir, args.only, True, args.prefix, "operations")
 
 
 if __name__ == "__main__":

@@ -1233,6 +1233,48 @@ def export_spec(sp, out_dir, log_path, inline, phases):
     return cases
 
 
+def export_all(all_specs, out_dir, only=None, inline=False, prefix="zoo: ", what="models"):
+    """Exports `all_specs` (those named in `only`, a comma-separated list, when given: their
+    cases replace theirs in an existing OUT_DIR/cases.json) into out_dir and writes cases.json."""
+    specs = all_specs
+    want = []
+    if only:
+        want = only.split(",")
+        unknown = set(want) - {s.name for s in all_specs}
+        if unknown:
+            sys.exit(f"unknown {what}: {', '.join(sorted(unknown))}")
+        specs = [s for s in all_specs if s.name in want]
+    os.makedirs(out_dir, exist_ok=True)
+    log_path = os.path.join(out_dir, "export.log")
+    cases_path = os.path.join(out_dir, "cases.json")
+    cases = []
+    if only and os.path.exists(cases_path):
+        with open(cases_path) as f:
+            cases = [c for c in json.load(f) if c["name"] not in want]
+    start = time.time()
+    for i, sp in enumerate(specs):
+        t = time.time()
+        print(f"{prefix}exporting {sp.name} ({i + 1}/{len(specs)})...", end="", flush=True)
+        try:
+            phases = {}
+            new = export_spec(sp, out_dir, log_path, inline, phases)
+        except Exception:
+            print(f"\n{prefix}{sp.name} failed (the exporter's own messages are in {log_path})",
+                  flush=True)
+            raise
+        cases += new
+        print(f" {time.time() - t:.1f} s ({', '.join(f'{k} {v:.1f}' for k, v in phases.items())})",
+              flush=True)
+    order = {s.name: i for i, s in enumerate(all_specs)}
+    cases.sort(key=lambda c: (order[c["name"]], c["opset"], c["batch"]))
+    with open(cases_path, "w") as f:
+        json.dump(cases, f, indent=1)
+    if os.path.exists(log_path) and os.path.getsize(log_path) == 0:
+        os.remove(log_path)
+    print(f"{prefix}exported {len(specs)} {what} ({len(cases)} cases) in {time.time() - start:.0f} s",
+          flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir")
@@ -1240,42 +1282,7 @@ def main():
     ap.add_argument("--inline", action="store_true", help="self-contained .onnx files, no weights.bin")
     ap.add_argument("--prefix", default="zoo: ", help="prefix of the progress lines")
     args = ap.parse_args()
-    specs = SPECS
-    if args.only:
-        want = args.only.split(",")
-        unknown = set(want) - {s.name for s in SPECS}
-        if unknown:
-            sys.exit(f"unknown model(s): {', '.join(sorted(unknown))}")
-        specs = [s for s in SPECS if s.name in want]
-    os.makedirs(args.out_dir, exist_ok=True)
-    log_path = os.path.join(args.out_dir, "export.log")
-    cases_path = os.path.join(args.out_dir, "cases.json")
-    cases = []
-    if args.only and os.path.exists(cases_path):
-        with open(cases_path) as f:
-            cases = [c for c in json.load(f) if c["name"] not in want]
-    start = time.time()
-    for i, sp in enumerate(specs):
-        t = time.time()
-        print(f"{args.prefix}exporting {sp.name} ({i + 1}/{len(specs)})...", end="", flush=True)
-        try:
-            phases = {}
-            new = export_spec(sp, args.out_dir, log_path, args.inline, phases)
-        except Exception:
-            print(f"\n{args.prefix}{sp.name} failed (the exporter's own messages are in {log_path})",
-                  flush=True)
-            raise
-        cases += new
-        print(f" {time.time() - t:.1f} s ({', '.join(f'{k} {v:.1f}' for k, v in phases.items())})",
-              flush=True)
-    order = {s.name: i for i, s in enumerate(SPECS)}
-    cases.sort(key=lambda c: (order[c["name"]], c["opset"], c["batch"]))
-    with open(cases_path, "w") as f:
-        json.dump(cases, f, indent=1)
-    if os.path.exists(log_path) and os.path.getsize(log_path) == 0:
-        os.remove(log_path)
-    print(f"{args.prefix}exported {len(specs)} models ({len(cases)} cases) in {time.time() - start:.0f} s",
-          flush=True)
+    export_all(SPECS, args.out_dir, args.only, args.inline, args.prefix, "models")
 
 
 if __name__ == "__main__":
