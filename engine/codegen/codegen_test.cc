@@ -504,6 +504,9 @@ TEST_F(CodegenTest, ConcatConsumersLoopOverEachPart) {
   // parts' gates fold to constants there).
   for (int b = 1; b <= 4; ++b) EXPECT_EQ(count(four, absl::StrCat("data", b, "[")), 1u) << four;
   EXPECT_EQ(count(four, "kiln_mload"), 0u) << four;
+  // The selects between the parts fold as the values are built: no select
+  // on a constant reaches the source.
+  EXPECT_EQ(count(four, "(0?") + count(four, "(1?"), 0u) << four;
   EXPECT_EQ(count(kernel({3, 5}, 1), "(int)(start > "), 0u);
   // Batched, the parts run along the second axis, which the heuristics
   // move outermost (Kernel::PartsOutermost).

@@ -542,7 +542,10 @@ class Lowerer {
           src.push_back(l);
         }
         DType dt = n->dtype().Vec(static_cast<int>(w));
-        r = UOp::Make(n->op(), dt, src, n->arg());
+        // Folded as it is made: a segment's masked-out loads are constants,
+        // and the selects and sums over them would otherwise reach the
+        // source (a Winograd transform's 16 segments: 3x its size in C).
+        r = SimplifyNode(UOp::Make(n->op(), dt, src, n->arg()));
       }
     }
     keep_.push_back(n);

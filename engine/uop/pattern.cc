@@ -82,7 +82,8 @@ const UOpRef& Match::operator[](const std::string& name) const {
   return root_;
 }
 
-PatternMatcher::PatternMatcher(std::vector<Rule> rules) : rules_(std::move(rules)) {
+PatternMatcher::PatternMatcher(std::vector<Rule> rules, int fixpoint_bit)
+    : rules_(std::move(rules)), fixpoint_bit_(fixpoint_bit >= 0 && fixpoint_bit < 8 ? fixpoint_bit : -1) {
   by_op_.resize(static_cast<size_t>(Op::kNumOps));
   for (size_t i = 0; i < rules_.size(); ++i) {
     const auto& ops = rules_[i].pat.ops();
@@ -118,6 +119,7 @@ class Rewriter {
   explicit Rewriter(const PatternMatcher& pm) : pm_(pm) {}
 
   UOpRef Run(const UOpRef& u, int depth = 0) {
+    if (pm_.fixpoint_bit() >= 0 && u->IsRewriteFixpoint(pm_.fixpoint_bit())) return u;
     auto it = memo_.find(u.get());
     if (it != memo_.end()) return it->second;
     KILN_CHECK(depth < 100000, "graph_rewrite recursion too deep");
@@ -133,11 +135,14 @@ class Rewriter {
       KILN_CHECK(guard < 10000, "graph_rewrite does not converge on ", n->Describe());
       UOpRef r = pm_.Rewrite(n);
       if (!r) break;
-      // The replacement's sources may be new: rewrite it fully.
-      n = (r->src().empty() || memo_.count(r.get())) ? r : Run(r, depth + 1);
+      // The replacement's sources may be new: rewrite it fully (Run returns
+      // a node rewritten before as its final form).
+      n = r->src().empty() ? r : Run(r, depth + 1);
       auto hit = memo_.find(n.get());
       if (hit != memo_.end() && hit->second == n) break;
     }
+    // n is final: no rule applies to it or below it.
+    if (pm_.fixpoint_bit() >= 0) n->MarkRewriteFixpoint(pm_.fixpoint_bit());
     keep_.push_back(u);
     memo_[u.get()] = n;
     memo_[n.get()] = n;

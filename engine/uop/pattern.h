@@ -86,9 +86,13 @@ struct Rule {
 
 class PatternMatcher {
  public:
-  explicit PatternMatcher(std::vector<Rule> rules);
-  // Rules of both, this one's first.
+  // `fixpoint_bit` (0-7, one per rule set; -1: none) lets GraphRewrite mark
+  // the nodes it finished (UOp::MarkRewriteFixpoint) and skip them in later
+  // rewrites with these same rules.
+  explicit PatternMatcher(std::vector<Rule> rules, int fixpoint_bit = -1);
+  // Rules of both, this one's first (without a fixpoint bit).
   PatternMatcher operator+(const PatternMatcher& other) const;
+  int fixpoint_bit() const { return fixpoint_bit_; }
   // Applies the first matching rule that does not decline; nullptr if none.
   UOpRef Rewrite(const UOpRef& u) const;
   size_t size() const { return rules_.size(); }
@@ -96,6 +100,7 @@ class PatternMatcher {
  private:
   std::vector<Rule> rules_;
   std::vector<std::vector<size_t>> by_op_;  // op -> rule indices (incl. any-op rules)
+  int fixpoint_bit_ = -1;
 };
 
 // Rewrites the graph below `root` bottom-up with `pm` until no rule applies.

@@ -449,11 +449,21 @@ std::string StripParens(std::string s) {
 }  // namespace
 
 const PatternMatcher& SymbolicRules() {
-  static const PatternMatcher* pm = new PatternMatcher(MakeRules());
+  static const PatternMatcher* pm = new PatternMatcher(MakeRules(), /*fixpoint_bit=*/0);
   return *pm;
 }
 
 UOpRef Simplify(const UOpRef& u) { return GraphRewrite(u, SymbolicRules()); }
+
+UOpRef SimplifyNode(const UOpRef& u) {
+  UOpRef cur = u;
+  for (int i = 0; i < 16; ++i) {  // each rule shrinks or canonicalizes: a few steps
+    UOpRef next = SymbolicRules().Rewrite(cur);
+    if (next == nullptr || next == cur) break;
+    cur = std::move(next);
+  }
+  return cur;
+}
 
 std::string RenderExpr(const UOpRef& u) { return StripParens(Render(u, false)); }
 std::string RenderExprC(const UOpRef& u) { return StripParens(Render(u, true)); }

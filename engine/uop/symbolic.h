@@ -24,6 +24,10 @@ namespace kiln {
 // The rules; Simplify applies them to a fixpoint.
 const PatternMatcher& SymbolicRules();
 UOpRef Simplify(const UOpRef& u);
+// Applies the rules at `u` alone (its sources taken as already simplified), to
+// a fixpoint: for builders that simplify each node as they make it, in time
+// linear in the nodes instead of a walk of the whole graph per node.
+UOpRef SimplifyNode(const UOpRef& u);
 
 // Evaluates one ALU op (or CAST) on constants with kiln's semantics (the same
 // as the interpreter device): results are rounded / wrapped to `dtype`.

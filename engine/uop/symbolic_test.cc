@@ -180,5 +180,44 @@ TEST_F(SymbolicTest, ConstantFoldingSkipsOpsUndefinedOnTheType) {
             UOp::ConstInt(5, dtypes::kInt32));
 }
 
+// Simplify marks the nodes it finished (UOp::IsRewriteFixpoint), so a later
+// Simplify of a graph containing them does not walk them again; the result
+// is the same as a walk of the whole graph would give.
+TEST_F(SymbolicTest, FinishedNodesAreMarkedAndKeepTheirResult) {
+  UOpRef e = ((a * 40 + b) / 20 + c % 10) * 3;
+  UOpRef s = Simplify(e);
+  EXPECT_TRUE(s->IsRewriteFixpoint(0));
+  EXPECT_EQ(Simplify(s), s);
+  EXPECT_FALSE(e->IsRewriteFixpoint(0));  // rewritten: not a fixpoint
+  EXPECT_EQ(Simplify(e), s);
+  // A graph built on top of a finished node still simplifies at its root.
+  UOpRef bigger = (s + 0) % 100000;
+  EXPECT_EQ(Simplify(bigger), Simplify(((a * 2 + c) * 3) % 100000));
+  // Matchers without a bit mark nothing.
+  PatternMatcher none({{UPat::Ops({Op::kAdd}), [](const Match&) { return UOpRef(); }, "noop"}});
+  UOpRef fresh = UOp::Variable("fresh", 0, 3) + 1;
+  GraphRewrite(fresh, none);
+  EXPECT_FALSE(fresh->IsRewriteFixpoint(0));
+}
+
+// SimplifyNode applies the rules at one node whose sources are already
+// simplified: a select on a constant, constant arithmetic.
+TEST_F(SymbolicTest, SimplifyNodeFoldsAtTheRoot) {
+  UOpRef x = UOp::Variable("x", 0, 7, dtypes::kInt32);
+  UOpRef y = UOp::Variable("y", 0, 7, dtypes::kInt32);
+  UOpRef no = UOp::Const(dtypes::kBool, int64_t{0});
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kWhere, dtypes::kInt32, {no, x, y})), y);
+  UOpRef f = UOp::ConstFloat(0.0);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kSub, dtypes::kFloat32, {f, f})), UOp::ConstFloat(0.0));
+  EXPECT_EQ(SimplifyNode(x + y), x + y);  // nothing to fold
+  // uint8's all-ones as a bitwise NOT builds it (-1): a select between it
+  // and 0 is not a constant (its bounds are the type's, not [-1, -1]).
+  UOpRef ones = UOp::ConstInt(-1, dtypes::kUInt8), zero = UOp::ConstInt(0, dtypes::kUInt8);
+  UOpRef live = UOp::Make(Op::kCmpLt, dtypes::kBool, {x, UOp::ConstInt(3, dtypes::kInt32)});
+  UOpRef sel = UOp::Make(Op::kWhere, dtypes::kUInt8, {live, ones, zero});
+  EXPECT_EQ(SimplifyNode(sel), sel);
+  EXPECT_EQ(Simplify(sel), sel);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -236,7 +236,10 @@ UOp::UOp(Op op, DType dtype, UOpList src, Arg arg, size_t hash)
   };
   switch (op_) {
     case Op::kConst:
-      if (const auto* i = std::get_if<int64_t>(&arg_.v)) {
+      // A value outside the type (uint8's -1, meaning 255, as a bitwise NOT
+      // builds it) keeps the type's bounds: [-1, -1] clamped to [0, 255]
+      // would claim a select between it and 0 is always 0.
+      if (const auto* i = std::get_if<int64_t>(&arg_.v); i && *i >= vmin_ && *i <= vmax_) {
         vmin_ = vmax_ = *i;
       }
       break;

@@ -14,6 +14,7 @@
 #ifndef KILN_ENGINE_UOP_UOP_H_
 #define KILN_ENGINE_UOP_UOP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -112,6 +113,15 @@ class UOp : public std::enable_shared_from_this<UOp> {
   UOpRef WithArg(Arg arg) const;
   UOpRef WithDType(DType dtype) const;
 
+  // A memo of graph rewrites (pattern.h): bit `b` is set once the graph
+  // below this node is known to be a fixpoint of the rule set that owns bit
+  // b (SymbolicRules: 0), so a later rewrite returns the node at once. The
+  // node's structure decides it, like the hash: no observable state.
+  bool IsRewriteFixpoint(int b) const { return (fixpoints_.load(std::memory_order_relaxed) >> b) & 1; }
+  void MarkRewriteFixpoint(int b) const {
+    fixpoints_.fetch_or(static_cast<uint8_t>(1u << b), std::memory_order_relaxed);
+  }
+
   // One-line description: "ADD int32 (%a, %b)".
   std::string Describe() const;
   // Multi-line dump of the graph below this node.
@@ -131,6 +141,7 @@ class UOp : public std::enable_shared_from_this<UOp> {
   const Arg arg_;
   const size_t hash_;
   int64_t vmin_ = 0, vmax_ = 0;
+  mutable std::atomic<uint8_t> fixpoints_{0};  // IsRewriteFixpoint's bits
 };
 
 // Topological order of the graph below `roots` (sources before users).
