@@ -549,6 +549,45 @@ TEST_F(CodegenTest, ConcatConsumersLoopOverEachPart) {
   }
 }
 
+TEST_F(CodegenTest, ShortStacksOfSlicesRunInOneLoop) {
+  // A stack of up to 16 single slices (Winograd's transformed planes) whose
+  // output fits a core's L2 computes every slice in one loop (the stacked
+  // axis upcast whole, Kernel::UpcastUnitParts); a larger one keeps a loop
+  // per slice.
+  auto kernel = [&](int64_t parts, int64_t c, int64_t h, int64_t w) {
+    Tensor x = A({4, c, h, w});
+    std::vector<Tensor> planes;
+    for (int64_t p = 0; p < parts; ++p)
+      planes.push_back(x.Shrink({{p % 4, p % 4 + 1}, {0, c}, {0, h}, {0, w}}).Reshape({c, h, w}) *
+                           static_cast<double>(p + 1) +
+                       x.Shrink({{(p + 1) % 4, (p + 1) % 4 + 1}, {0, c}, {0, h}, {0, w}}).Reshape({c, h, w}));
+    Schedule s = Sched({Tensor::Stack(planes, 0)});
+    EXPECT_EQ(s.items.size(), 1u);
+    return s.items.empty() ? std::string() : Source(s.items.back(), "stack");
+  };
+  const std::string small = kernel(16, 8, 6, 8);  // 24 KiB
+  EXPECT_EQ(small.find("(int)(start > "), std::string::npos) << small;
+  const std::string large = kernel(16, 64, 28, 32);  // 3.7 MB
+  size_t loops = 0;
+  for (size_t at = large.find("(int)(start > "); at != std::string::npos;
+       at = large.find("(int)(start > ", at + 1))
+    ++loops;
+  EXPECT_EQ(loops, 16u);
+  for (int64_t parts : {3, 16}) {
+    SCOPED_TRACE(absl::StrCat(parts, " parts"));
+    ExpectCpuMatchesInterp([&](const std::string& dev) {
+      Tensor x = Tensor::Randn(e, {4, 5, 6, 8}, 3, dtypes::kFloat32, dev);
+      std::vector<Tensor> planes;
+      for (int64_t p = 0; p < parts; ++p)
+        planes.push_back(x.Shrink({{p % 4, p % 4 + 1}, {0, 5}, {0, 6}, {0, 8}}).Reshape({5, 6, 8}) -
+                         x.Shrink({{(p + 2) % 4, (p + 2) % 4 + 1}, {0, 5}, {0, 6}, {0, 8}})
+                             .Reshape({5, 6, 8}) *
+                             static_cast<double>(p));
+      return Tensor::Stack(planes, 0);
+    });
+  }
+}
+
 }  // namespace
 }  // namespace kiln
 

@@ -181,6 +181,7 @@ class Kernel {
   void AddIndependentAccumulators(int vec_axis, int64_t width);  // step 3c
   // Per global axis, the product of the UPCASTs applied to it (its tile).
   std::vector<int64_t> GlobalTiles() const;
+  bool UpcastUnitParts();      // elementwise: a stack of <= 16 slices in one loop
   void PartsOutermost();       // elementwise: a concatenation's axis first
   void ChooseParallelAxis();   // CPU heuristics step 6: sets parallel_axis_
   // Bytes of the operands (loads) that change along each global axis.
