@@ -149,7 +149,7 @@ std::vector<int64_t> Kernel::MaskCuts(int axis) const {
     }
     // Several views (a padded part reshaped): the composed gate, read for
     // comparisons of the axis with constants (x < c, and -x < c for x > -c).
-    const auto& [xv, valid] = ComposedGate(m, axis);
+    const auto [xv, valid] = ComposedGate(m, axis);
     const UOp* x = xv.get();
     for (const UOp* u : Toposort(valid)) {
       if (u->op() != Op::kCmpLt) continue;
@@ -169,15 +169,14 @@ std::vector<int64_t> Kernel::PartCuts(int axis) const {
   return cuts;
 }
 
-const std::pair<UOpRef, UOpRef>& Kernel::ComposedGate(const UOp* mem, int axis) const {
-  auto it = gate_cache_.find({mem, axis});
+std::pair<UOpRef, UOpRef> Kernel::ComposedGate(const UOp* mem, int axis) const {
+  auto it = gate_cache_.find(mem);
   if (it == gate_cache_.end()) {
-    const UOpList vars = AxisVariables(sts_.at(mem));
-    it = gate_cache_.emplace(std::pair{mem, axis},
-                             std::pair{vars[axis], sts_.at(mem).ToIndex(vars).second})
-             .first;
+    UOpList vars = AxisVariables(sts_.at(mem));
+    UOpRef gate = sts_.at(mem).ToIndex(vars).second;
+    it = gate_cache_.emplace(mem, std::pair{std::move(vars), std::move(gate)}).first;
   }
-  return it->second;
+  return {it->second.first[axis], it->second.second};
 }
 
 bool Kernel::MaskedOutOn(const UOp* mem, int axis, int64_t lo, int64_t hi) const {
@@ -187,7 +186,7 @@ bool Kernel::MaskedOutOn(const UOp* mem, int axis, int64_t lo, int64_t hi) const
     auto [a, b] = (*st.view().mask())[axis];
     return b <= lo || a >= hi;
   }
-  const auto& [x, gate] = ComposedGate(mem, axis);
+  const auto [x, gate] = ComposedGate(mem, axis);
   auto [hit, added] = masked_out_cache_.emplace(std::tuple{gate.get(), lo, hi}, false);
   if (added)
     hit->second =

@@ -148,6 +148,10 @@ class Kernel {
   // axis longer than one; -1 when there is none. The loop order does not
   // change: the chosen loop runs over the thread's slice where it stands.
   int ParallelAxis() const;
+  // The axis a stack of single slices was upcast along whole
+  // (UpcastUnitParts), or -1: the lowerer skips, in each copy, the loads
+  // masked out at its index.
+  int stacked_axis() const { return stacked_axis_; }
 
  private:
   Kernel() = default;
@@ -206,10 +210,11 @@ class Kernel {
   mutable std::map<const UOp*, std::vector<int64_t>> stride_cache_;
   // The variable of `axis` and the gate of `mem` (all its views) over
   // variables spanning each axis; cached.
-  const std::pair<UOpRef, UOpRef>& ComposedGate(const UOp* mem, int axis) const;
-  // Per (mem, axis), the axis' variable and the composed gate;
+  std::pair<UOpRef, UOpRef> ComposedGate(const UOp* mem, int axis) const;
+  // Per mem, the axes' variables and the composed gate (the same for every
+  // axis: one ToIndex per mem, not per axis asked about);
   // per (gate, lo, hi), the answer (the loads of one part share a gate).
-  mutable std::map<std::pair<const UOp*, int>, std::pair<UOpRef, UOpRef>> gate_cache_;
+  mutable std::map<const UOp*, std::pair<UOpList, UOpRef>> gate_cache_;
   mutable std::map<std::tuple<const UOp*, int64_t, int64_t>, bool> masked_out_cache_;
   Shape full_shape_;
   int first_reduce_ = 0;
@@ -218,6 +223,7 @@ class Kernel {
   int group_dims_ = 0;
   int vector_axis_ = -1;
   int stage_axis_ = -1;
+  int stacked_axis_ = -1;
   int parallel_axis_ = -1;  // -1: the first global axis longer than one
   std::vector<Opt> applied_;
 };

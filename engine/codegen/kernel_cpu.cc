@@ -354,7 +354,9 @@ bool Kernel::UpcastUnitParts() {
     if (n < 2 || n > kMaxParts || static_cast<int64_t>(PartCuts(a).size()) != n - 1) continue;
     int64_t up = 1;
     for (int i = first_upcast(); i < ndim(); ++i) up *= full_shape_[i];
-    return ApplyOptWithin({OptOp::kUpcast, a, n}, up * n).ok();
+    if (!ApplyOptWithin({OptOp::kUpcast, a, n}, up * n).ok()) return false;
+    stacked_axis_ = ndim() - 1;
+    return true;
   }
   return false;
 }
@@ -401,13 +403,16 @@ std::vector<double> Kernel::OperandBytesAlong() const {
 //    Half an axis' slices must span kParallelRunBytes of the output, and
 //    the axis an even count or at least 5 items (2 threads within 20% of
 //    even). The outermost axis stays when nothing qualifies, and a
-//    concatenation's parts axis (PartsOutermost) stays.
+//    concatenation's parts axis (PartsOutermost) stays, as does the first
+//    axis of a stack upcast whole (UpcastUnitParts).
 void Kernel::ChooseParallelAxis() {
   constexpr int64_t kParallelRunBytes = 2048;
   const int a0 = ParallelAxis();
   const UOp* store = ast_->src(0).get();
   std::vector<int64_t> st;
-  if (a0 < 0 || !PartCuts(a0).empty() || !Strides(store, &st)) return;
+  // A stack upcast whole keeps its first axis (its strides would be read
+  // through every slice's padded views again: 60 ms of ResNet-18's start).
+  if (a0 < 0 || stacked_axis_ >= 0 || !PartCuts(a0).empty() || !Strides(store, &st)) return;
   const int64_t itemsize = std::max(1, store->src(0)->dtype().ItemSize());
   auto splits_well = [&](int a) {
     const int64_t n = full_shape_[a];

@@ -478,7 +478,13 @@ class Lowerer {
 
   // True when `n` reads zero in the whole current segment (another part of
   // a concatenation): its index is not built (a 16-part stack: 0.2 s less).
+  // Likewise a load masked out in the current copy of a stack upcast whole
+  // (Kernel::stacked_axis: 16 copies would each build all 16 parts' loads).
   bool OutsideSegment(const UOp* n) const {
+    const int stacked = k_.stacked_axis();
+    if (auto it = combo_.find(stacked); stacked >= 0 && it != combo_.end() &&
+                                        k_.MaskedOutOn(n, stacked, it->second, it->second + 1))
+      return true;
     const int a0 = k_.ParallelAxis();
     if (a0 < 0 || (segment_.first == 0 && segment_.second == k_.full_shape()[a0])) return false;
     return k_.MaskedOutOn(n, a0, segment_.first, segment_.second);
