@@ -173,7 +173,7 @@ std::pair<UOpRef, UOpRef> Kernel::ComposedGate(const UOp* mem, int axis) const {
   auto it = gate_cache_.find(mem);
   if (it == gate_cache_.end()) {
     UOpList vars = AxisVariables(sts_.at(mem));
-    UOpRef gate = sts_.at(mem).ToIndex(vars).second;
+    UOpRef gate = sts_.at(mem).ToValid(vars);
     it = gate_cache_.emplace(mem, std::pair{std::move(vars), std::move(gate)}).first;
   }
   return {it->second.first[axis], it->second.second};

@@ -104,6 +104,14 @@ ShapeTracker ShapeTracker::Compose(const ShapeTracker& top) const {
 }
 
 std::pair<UOpRef, UOpRef> ShapeTracker::ToIndex(const UOpList& idxs) const {
+  return IndexAndValid(idxs, /*want_index=*/true);
+}
+
+UOpRef ShapeTracker::ToValid(const UOpList& idxs) const {
+  return IndexAndValid(idxs, /*want_index=*/false).second;
+}
+
+std::pair<UOpRef, UOpRef> ShapeTracker::IndexAndValid(const UOpList& idxs, bool want_index) const {
   // Inside a view's mask each index lies in [lo, hi). The address is built
   // from placeholder variables with exactly those bounds (so the div / mod of
   // padded or shrunk offsets fold away), and the placeholders are replaced by
@@ -126,7 +134,9 @@ std::pair<UOpRef, UOpRef> ShapeTracker::ToIndex(const UOpList& idxs) const {
     return out;
   };
   const View& top = views_.back();
-  UOpRef idx = top.ToIndex(bounded(top, idxs)).first;
+  // The top view's address feeds the views below it; with one view and no
+  // address wanted it is not built.
+  UOpRef idx = want_index || views_.size() > 1 ? top.ToIndex(bounded(top, idxs)).first : nullptr;
   UOpRef valid = top.ToIndex(idxs).second;
   for (size_t k = views_.size() - 1; k-- > 0;) {
     const View& v = views_[k];
@@ -140,18 +150,23 @@ std::pair<UOpRef, UOpRef> ShapeTracker::ToIndex(const UOpList& idxs) const {
     }
     for (UOpRef& e : sub) e = kiln::Simplify(e);
     UOpRef v2 = v.ToIndex(sub).second;
-    idx = v.ToIndex(bounded(v, sub)).first;
     valid = LogicalAnd(valid, v2);
+    if (k == 0 && !want_index) {
+      idx = nullptr;
+      break;
+    }
+    idx = v.ToIndex(bounded(v, sub)).first;
   }
-  idx = kiln::Simplify(idx);
+  if (!want_index) idx = nullptr;
+  if (idx) idx = kiln::Simplify(idx);
   valid = kiln::Simplify(valid);
   if (!back.empty()) {
     // Placeholders may stand for expressions of other placeholders.
     for (size_t round = 0; round < back.size(); ++round) {
-      idx = Substitute(idx, back);
+      if (idx) idx = Substitute(idx, back);
       valid = Substitute(valid, back);
     }
-    idx = kiln::Simplify(idx);
+    if (idx) idx = kiln::Simplify(idx);
     valid = kiln::Simplify(valid);
   }
   return {idx, valid};

@@ -55,6 +55,9 @@ class ShapeTracker {
 
   // Buffer index and validity (bool) for per-dim indices, simplified.
   std::pair<UOpRef, UOpRef> ToIndex(const UOpList& idxs) const;
+  // Only the validity of ToIndex (the address of the bottom view is not
+  // built: a gate's comparisons are all a kernel's heuristics read).
+  UOpRef ToValid(const UOpList& idxs) const;
   // Same, with variables idx0..idxN-1 spanning the shape.
   std::pair<UOpRef, UOpRef> ToIndexVars() const;
   // Largest buffer index + 1 the tracker can touch.
@@ -73,6 +76,7 @@ class ShapeTracker {
 
  private:
   void Simplify();
+  std::pair<UOpRef, UOpRef> IndexAndValid(const UOpList& idxs, bool want_index) const;
   std::vector<View> views_;
 };
 

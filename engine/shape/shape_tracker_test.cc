@@ -132,6 +132,12 @@ TEST(ShapeTrackerTest, RandomChainsMatchReference) {
       ref = nref;
       ASSERT_EQ(st.shape(), rs);
       ASSERT_EQ(Eval(st), ref) << st.ToString();
+      // ToValid builds the same validity as ToIndex, without the address.
+      UOpList vars;
+      for (size_t i = 0; i < st.ndim(); ++i)
+        vars.push_back(UOp::Variable("idx" + std::to_string(i), 0,
+                                     std::max<int64_t>(st.shape()[i] - 1, 0)));
+      ASSERT_EQ(st.ToValid(vars), st.ToIndex(vars).second) << st.ToString();
     }
   }
 }
