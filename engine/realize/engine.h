@@ -29,7 +29,8 @@
 namespace kiln {
 
 struct CompiledKernel {
-  std::string name;       // heuristic name + hash of the source
+  std::string name;       // heuristic name + hash of the source (shown)
+  std::string symbol;     // the function in the source: k_ + the hash alone
   std::string source;
   std::unique_ptr<Program> program;
   LaunchDims dims;
@@ -138,6 +139,7 @@ class Engine {
   struct Prepared {
     size_t index = 0;  // into the asts of GetKernels
     LinearProgram prog;
+    std::string symbol;  // the function's name in `source`
     std::string source;
   };
 

@@ -60,5 +60,35 @@ TEST(KernelCacheTest, EvictedKernelComesBackUnderItsNameFromTheDiskCache) {
   EXPECT_LE(cpu->loaded_libraries(), 2u);
 }
 
+// Kernels that differ only in a size the code gets as its launch range (the
+// rows of an elementwise op: a new sequence length) are one source, named by
+// its hash: compiled once (the engine still counts three kernels, each
+// shown under its own name).
+TEST(KernelCacheTest, KernelsDifferingInTheLaunchRangeShareOneBinary) {
+  CpuDevice::Options o;
+  o.cache_dir = NewTempDir();
+  ASSERT_FALSE(o.cache_dir.empty());
+  CpuDevice* cpu = nullptr;
+  auto registry = DeviceRegistry::WithDefaults();
+  registry->Register("CPU", [o, &cpu]() -> absl::StatusOr<std::unique_ptr<Device>> {
+    auto d = std::make_unique<CpuDevice>(o);
+    cpu = d.get();
+    return std::unique_ptr<Device>(std::move(d));
+  });
+  Engine engine(registry.get(), EngineOptions{});
+  for (int64_t rows : {64, 72, 100}) {
+    std::vector<float> data(rows * 256);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 97);
+    Tensor y = Tensor::FromFloats(&engine, data, {rows, 256}, "CPU") * 2.0 + 1.0;
+    absl::StatusOr<std::vector<float>> v = y.ToVector<float>();
+    ASSERT_TRUE(v.ok()) << v.status();
+    for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ((*v)[i], data[i] * 2 + 1) << rows << " " << i;
+  }
+  ASSERT_NE(cpu, nullptr);
+  // One clang run for the three sizes (plus none for the uploads).
+  EXPECT_EQ(cpu->compiler().stats().compiled, 1u);
+  EXPECT_EQ(engine.stats().kernels_compiled, 3u);
+}
+
 }  // namespace
 }  // namespace kiln
