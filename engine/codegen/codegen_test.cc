@@ -557,10 +557,11 @@ TEST_F(CodegenTest, ShortStacksOfSlicesRunInOneLoop) {
   auto kernel = [&](int64_t parts, int64_t c, int64_t h, int64_t w) {
     Tensor x = A({4, c, h, w});
     std::vector<Tensor> planes;
+    auto slice = [&](int64_t i) {
+      return x.Shrink({{i % 4, i % 4 + 1}, {0, c}, {0, h}, {0, w}}).Reshape({c, h, w});
+    };
     for (int64_t p = 0; p < parts; ++p)
-      planes.push_back(x.Shrink({{p % 4, p % 4 + 1}, {0, c}, {0, h}, {0, w}}).Reshape({c, h, w}) *
-                           static_cast<double>(p + 1) +
-                       x.Shrink({{(p + 1) % 4, (p + 1) % 4 + 1}, {0, c}, {0, h}, {0, w}}).Reshape({c, h, w}));
+      planes.push_back(slice(p) * static_cast<double>(p + 1) + slice(p + 1));
     Schedule s = Sched({Tensor::Stack(planes, 0)});
     EXPECT_EQ(s.items.size(), 1u);
     return s.items.empty() ? std::string() : Source(s.items.back(), "stack");

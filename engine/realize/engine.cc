@@ -41,8 +41,8 @@ std::vector<int64_t> ParamExtents(const UOpRef& ast, int num_bufs) {
 // Kernels are rendered under this name, then renamed (Engine::Prepare).
 constexpr char kNamePlaceholder[] = "KILN_KERNEL_NAME_PLACEHOLDER";
 
-// 8 hex digits of a 64-bit FNV-1a hash of `source`: stable across
-// processes and builds, unlike std::hash.
+// A 64-bit FNV-1a hash of `source`: stable across processes and builds,
+// unlike std::hash. SourceTag is 8 hex digits of it.
 uint64_t SourceHash(const std::string& source) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : source) h = (h ^ c) * 1099511628211ull;
@@ -264,11 +264,12 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(Device* device, const UOpRef& a
   // The kernel is rendered under a placeholder name. Its function is named
   // by a hash of that source alone, so kernels that differ only in their
   // heuristic name (a size that reaches the code as the launch range: a
-  // LayerNorm over 100 or 104 rows) are one source, one disk-cache entry and
-  // one compile; a new sequence length of the BERT-style encoder compiles 17
-  // of its 31 kernels instead of all. The name shown (DEBUG, metrics) is
-  // the heuristic name plus a short form of the same hash: the same kernel
-  // gets the same names in every process and after an eviction.
+  // LayerNorm over 100 or 104 rows) are one source, one disk-cache entry
+  // and one compile (a new sequence length of the BERT-style encoder with
+  // the divisibility of one already run compiles 17 of its 31 kernels).
+  // The name shown (DEBUG, metrics) is the heuristic name plus a short form
+  // of the same hash: the same kernel gets the same names in every process
+  // and after an eviction.
   if (mm) {
     WmmaKernel w = RenderWmma(kNamePlaceholder, *mm);
     prog.global = w.global;

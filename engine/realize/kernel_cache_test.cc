@@ -22,17 +22,24 @@ std::string NewTempDir() {
   return dir ? std::string(dir) : std::string();
 }
 
-TEST(KernelCacheTest, EvictedKernelComesBackUnderItsNameFromTheDiskCache) {
+// The default devices, with a CPU device over a kernel cache of its own
+// (a new directory); *cpu is set when the engine makes it.
+std::unique_ptr<DeviceRegistry> RegistryWithOwnCache(CpuDevice** cpu) {
   CpuDevice::Options o;
   o.cache_dir = NewTempDir();
-  ASSERT_FALSE(o.cache_dir.empty());
-  CpuDevice* cpu = nullptr;
+  EXPECT_FALSE(o.cache_dir.empty());
   auto registry = DeviceRegistry::WithDefaults();
-  registry->Register("CPU", [o, &cpu]() -> absl::StatusOr<std::unique_ptr<Device>> {
+  registry->Register("CPU", [o, cpu]() -> absl::StatusOr<std::unique_ptr<Device>> {
     auto d = std::make_unique<CpuDevice>(o);
-    cpu = d.get();
+    *cpu = d.get();
     return std::unique_ptr<Device>(std::move(d));
   });
+  return registry;
+}
+
+TEST(KernelCacheTest, EvictedKernelComesBackUnderItsNameFromTheDiskCache) {
+  CpuDevice* cpu = nullptr;
+  auto registry = RegistryWithOwnCache(&cpu);
   EngineOptions options;
   options.kernel_cache_entries = 1;
   Engine engine(registry.get(), options);
@@ -65,16 +72,8 @@ TEST(KernelCacheTest, EvictedKernelComesBackUnderItsNameFromTheDiskCache) {
 // its hash: compiled once (the engine still counts three kernels, each
 // shown under its own name).
 TEST(KernelCacheTest, KernelsDifferingInTheLaunchRangeShareOneBinary) {
-  CpuDevice::Options o;
-  o.cache_dir = NewTempDir();
-  ASSERT_FALSE(o.cache_dir.empty());
   CpuDevice* cpu = nullptr;
-  auto registry = DeviceRegistry::WithDefaults();
-  registry->Register("CPU", [o, &cpu]() -> absl::StatusOr<std::unique_ptr<Device>> {
-    auto d = std::make_unique<CpuDevice>(o);
-    cpu = d.get();
-    return std::unique_ptr<Device>(std::move(d));
-  });
+  auto registry = RegistryWithOwnCache(&cpu);
   Engine engine(registry.get(), EngineOptions{});
   for (int64_t rows : {64, 72, 100}) {
     std::vector<float> data(rows * 256);
@@ -82,7 +81,8 @@ TEST(KernelCacheTest, KernelsDifferingInTheLaunchRangeShareOneBinary) {
     Tensor y = Tensor::FromFloats(&engine, data, {rows, 256}, "CPU") * 2.0 + 1.0;
     absl::StatusOr<std::vector<float>> v = y.ToVector<float>();
     ASSERT_TRUE(v.ok()) << v.status();
-    for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ((*v)[i], data[i] * 2 + 1) << rows << " " << i;
+    for (size_t i = 0; i < data.size(); ++i)
+      ASSERT_EQ((*v)[i], data[i] * 2 + 1) << rows << " " << i;
   }
   ASSERT_NE(cpu, nullptr);
   // One clang run for the three sizes (plus none for the uploads).

@@ -276,7 +276,8 @@ absl::StatusOr<void*> HostAllocator::RawAlloc(size_t nbytes) {
     const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
     const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
     if (start > base) munmap(raw, start - base);  // page-aligned: both trims succeed
-    if (base + span > start + len) munmap(reinterpret_cast<void*>(start + len), base + span - start - len);
+    if (base + span > start + len)
+      munmap(reinterpret_cast<void*>(start + len), base + span - start - len);
     madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);  // a hint: may be refused
     return reinterpret_cast<void*>(start);
   }

@@ -83,7 +83,8 @@ const UOpRef& Match::operator[](const std::string& name) const {
 }
 
 PatternMatcher::PatternMatcher(std::vector<Rule> rules, int fixpoint_bit)
-    : rules_(std::move(rules)), fixpoint_bit_(fixpoint_bit >= 0 && fixpoint_bit < 8 ? fixpoint_bit : -1) {
+    : rules_(std::move(rules)),
+      fixpoint_bit_(fixpoint_bit >= 0 && fixpoint_bit < 8 ? fixpoint_bit : -1) {
   by_op_.resize(static_cast<size_t>(Op::kNumOps));
   for (size_t i = 0; i < rules_.size(); ++i) {
     const auto& ops = rules_[i].pat.ops();

@@ -117,7 +117,9 @@ class UOp : public std::enable_shared_from_this<UOp> {
   // below this node is known to be a fixpoint of the rule set that owns bit
   // b (SymbolicRules: 0), so a later rewrite returns the node at once. The
   // node's structure decides it, like the hash: no observable state.
-  bool IsRewriteFixpoint(int b) const { return (fixpoints_.load(std::memory_order_relaxed) >> b) & 1; }
+  bool IsRewriteFixpoint(int b) const {
+    return (fixpoints_.load(std::memory_order_relaxed) >> b) & 1;
+  }
   void MarkRewriteFixpoint(int b) const {
     fixpoints_.fetch_or(static_cast<uint8_t>(1u << b), std::memory_order_relaxed);
   }
