@@ -36,6 +36,7 @@ class HostAllocator : public Allocator {
   ~HostAllocator() override;
 
   absl::Status CopyIn(void* dst, const void* src, size_t nbytes) override;
+  bool host_addressable() const override { return true; }
   absl::Status CopyOut(void* dst, const void* src, size_t nbytes) override;
 
  protected:

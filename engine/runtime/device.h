@@ -71,6 +71,9 @@ class Allocator {
 
   // Host <-> device copies of `nbytes`.
   virtual absl::Status CopyIn(void* dst, const void* src, size_t nbytes) = 0;
+  // True when Alloc's blocks are host memory a caller may write directly
+  // (the CPU device): host-side producers then skip a staging copy.
+  virtual bool host_addressable() const { return false; }
   virtual absl::Status CopyOut(void* dst, const void* src, size_t nbytes) = 0;
 
  protected:

@@ -3,7 +3,9 @@
 // tensor_math.cc; nn / indexing ops: tensor_nn.cc, tensor_index.cc.
 #include "engine/tensor/tensor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <new>
 #include <optional>
 #include <unordered_map>
 
@@ -148,6 +150,30 @@ Tensor Tensor::FromData(Engine* e, const void* data, size_t nbytes, Shape shape,
   auto storage = e->StorageOf(buf);
   if (!storage.ok()) return FromError(t, storage.status());
   absl::Status s = (*storage)->CopyIn(data, nbytes);
+  if (!s.ok()) return FromError(t, s);
+  return t;
+}
+
+Tensor Tensor::FromFill(Engine* e, Shape shape, DType dtype, const std::string& device,
+                        const std::function<void(void* dst)>& fill) {
+  Tensor t = Empty(e, shape, dtype, device);
+  if (!t.ok()) return t;
+  const UOpRef& buf = t.uop()->op() == Op::kBuffer ? t.uop() : t.uop()->src(0);
+  auto storage = e->StorageOf(buf);
+  if (!storage.ok()) return FromError(t, storage.status());
+  const size_t n = t.nbytes();
+  if ((*storage)->device()->allocator().host_addressable()) {
+    absl::StatusOr<void*> dst = (*storage)->Ptr();
+    if (!dst.ok()) return FromError(t, dst.status());
+    if (n != 0) fill(*dst);
+    return t;
+  }
+  std::unique_ptr<char[]> host(new (std::nothrow) char[std::max<size_t>(n, 1)]);
+  if (host == nullptr)
+    return FromError(t, absl::ResourceExhaustedError(
+                            absl::StrCat("out of host memory staging ", n, " bytes")));
+  if (n != 0) fill(host.get());
+  absl::Status s = (*storage)->CopyIn(host.get(), n);
   if (!s.ok()) return FromError(t, s);
   return t;
 }
@@ -343,6 +369,23 @@ absl::Status Tensor::CopyBytesTo(void* dst, size_t n) {
   // replay reads the same bytes here.
   if (CaptureScope* c = CaptureScope::Current())
     c->NoteHostRead(b, std::string(static_cast<const char*>(dst), n));
+  return absl::OkStatus();
+}
+
+absl::Status Tensor::ReadHost(const std::function<void(const void* src)>& read) {
+  if (!ok()) return status();
+  ASSIGN_OR_RETURN(BufferRef b, Buffer());
+  const size_t n = nbytes();
+  if (CaptureScope::Current() == nullptr && b->device()->allocator().host_addressable()) {
+    ASSIGN_OR_RETURN(void* src, b->Ptr());
+    read(src);
+    return absl::OkStatus();
+  }
+  std::unique_ptr<char[]> host(new (std::nothrow) char[std::max<size_t>(n, 1)]);
+  if (host == nullptr)
+    return absl::ResourceExhaustedError(absl::StrCat("out of host memory reading ", n, " bytes"));
+  RETURN_IF_ERROR(CopyBytesTo(host.get(), n));
+  read(host.get());
   return absl::OkStatus();
 }
 

@@ -49,6 +49,11 @@ class Tensor {
   // Copies `nbytes` of host data (row-major) into a new buffer.
   static Tensor FromData(Engine* e, const void* data, size_t nbytes, Shape shape, DType dtype,
                          const std::string& device = "CPU");
+  // A new buffer whose bytes `fill` writes, every one of them: into the
+  // device's memory itself when it is host memory (no staging copy, no
+  // zeroing), else into a staging block copied in.
+  static Tensor FromFill(Engine* e, Shape shape, DType dtype, const std::string& device,
+                         const std::function<void(void* dst)>& fill);
   template <typename T>
   static Tensor FromVector(Engine* e, const std::vector<T>& v, Shape shape, DType dtype,
                            const std::string& device = "CPU") {
@@ -115,14 +120,18 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype().ItemSize(); }
   template <typename T>
   absl::StatusOr<std::vector<T>> ToVector() {
-    auto b = ToBytes();
-    if (!b.ok()) return b.status();
+    if (!ok()) return status();
     if (dtype().ItemSize() != static_cast<int>(sizeof(T)))
       return absl::InvalidArgumentError("ToVector: element size mismatch");
-    std::vector<T> v(b->size() / sizeof(T));
-    if (!v.empty()) std::memcpy(v.data(), b->data(), b->size());
+    std::vector<T> v(nbytes() / sizeof(T));  // copied into once, no byte vector between
+    absl::Status s = CopyBytesTo(v.data(), v.size() * sizeof(T));
+    if (!s.ok()) return s;
     return v;
   }
+  // Calls `read` with the tensor's bytes (realized, row-major): the
+  // device's memory itself when it is host memory, else a host copy (also
+  // inside a JIT capture, which records what the host read).
+  absl::Status ReadHost(const std::function<void(const void* src)>& read);
   // Values converted to double (any dtype).
   absl::StatusOr<std::vector<double>> ToDoubles();
   // The realized device buffer (realizes first; contiguous).

@@ -43,6 +43,31 @@ TEST_P(PanelsTest, MatchesMatmul) {
   }
 }
 
+// The host-side producers of derived weights write into (FromFill) and read
+// from (ReadHost) device memory directly where it is host memory, through
+// a staging block elsewhere: the same values either way.
+TEST_P(PanelsTest, FromFillAndReadHost) {
+  Tensor t = Tensor::FromFill(e, {3, 4}, dtypes::kFloat32, dev, [](void* dst) {
+    for (int i = 0; i < 12; ++i) static_cast<float*>(dst)[i] = 1.5f * i;
+  });
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::vector<double> want;
+  for (int i = 0; i < 12; ++i) want.push_back(3.0 * i);
+  std::vector<float> seen;
+  absl::Status read = (t * 2.0).ReadHost([&](const void* src) {
+    const float* f = static_cast<const float*>(src);
+    seen.assign(f, f + 12);
+  });
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(std::vector<double>(seen.begin(), seen.end()), want);
+  EXPECT_EQ(Values(t * 2.0), want);
+  // Nothing to write: no call, an empty tensor.
+  Tensor empty = Tensor::FromFill(e, {0, 4}, dtypes::kFloat32, dev,
+                                  [](void*) { ADD_FAILURE() << "filled an empty tensor"; });
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty.numel(), 0);
+}
+
 TEST_P(PanelsTest, BadShapesAreErrors) {
   Tensor w3 = T(Ramp(24, 1), {2, 3, 4});
   EXPECT_FALSE(w3.PanelWeights(32, false).ok());

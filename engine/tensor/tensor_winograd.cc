@@ -127,14 +127,13 @@ Tensor PaddedWinograd(const Tensor& xp, const Tensor& u, int64_t oh, int64_t ow)
 }
 
 // U = G g Gt for each of `pairs` 3x3 weights g (9 values each, in `g`),
-// stored plane-major: (16, pairs). Computed in double, stored as T: float32
-// weights are neither widened nor copied once more (ResNet-18's 512 x 512
-// layers are 4 M outputs; the first call spent 0.1 s in these copies).
+// stored plane-major into `u`: (16, pairs). Computed in double, stored as
+// T: float32 weights are neither widened nor copied once more (ResNet-18's
+// 512 x 512 layers are 4 M outputs; the first call spent 0.1 s in copies).
 template <typename T>
-std::vector<T> TransformWeights(const std::vector<T>& g, int64_t pairs) {
-  std::vector<T> u(static_cast<size_t>(pairs) * kA * kA);
+void TransformWeights(const T* g, int64_t pairs, T* u) {
   for (int64_t p = 0; p < pairs; ++p) {
-    const T* t = g.data() + p * 9;
+    const T* t = g + p * 9;
     double gt[kA * 3];  // G g: (4 x 3)
     for (int i = 0; i < kA; ++i)
       for (int l = 0; l < 3; ++l)
@@ -144,7 +143,6 @@ std::vector<T> TransformWeights(const std::vector<T>& g, int64_t pairs) {
         u[static_cast<size_t>((i * kA + j) * pairs + p)] = static_cast<T>(
             gt[i * 3] * kG[j * 3] + gt[i * 3 + 1] * kG[j * 3 + 1] + gt[i * 3 + 2] * kG[j * 3 + 2]);
   }
-  return u;
 }
 
 }  // namespace
@@ -163,13 +161,19 @@ Tensor Tensor::WinogradWeights() const {
   // more kernel to compile per weight shape).
   Tensor w = *this;  // reading realizes it
   if (dtype() == dtypes::kFloat32) {
-    absl::StatusOr<std::vector<float>> g = w.ToVector<float>();
-    if (!g.ok()) return TensorInternal::ErrorLike(*this, g.status());
-    return FromVector(engine(), TransformWeights(*g, pairs), us, dtype(), device());
+    Tensor out;
+    absl::Status read = w.ReadHost([&](const void* g) {
+      out = FromFill(engine(), us, dtype(), device(), [&](void* u) {
+        TransformWeights(static_cast<const float*>(g), pairs, static_cast<float*>(u));
+      });
+    });
+    if (!read.ok()) return TensorInternal::ErrorLike(*this, read);
+    return out;
   }
   absl::StatusOr<std::vector<double>> g = w.ToDoubles();
   if (!g.ok()) return TensorInternal::ErrorLike(*this, g.status());
-  return FromVector(engine(), TransformWeights(*g, pairs), us, dtypes::kFloat64, device())
+  return FromFill(engine(), us, dtypes::kFloat64, device(),
+                  [&](void* u) { TransformWeights(g->data(), pairs, static_cast<double*>(u)); })
       .Cast(dtype())
       .Contiguous();
 }
