@@ -169,15 +169,7 @@ absl::StatusOr<std::vector<Tensor>> MakeInputs(const Options& o, const OnnxModel
 }
 
 void PrintStats(const std::string& name, Tensor t) {
-  // float32 outputs are read as they are: a cast to float64 would be one
-  // more kernel to compile (0.2 s of clang after a cold first call).
-  absl::StatusOr<std::vector<double>> v = absl::InternalError("unread");
-  if (t.dtype() == dtypes::kFloat32) {
-    absl::StatusOr<std::vector<float>> f = t.ToVector<float>();
-    if (f.ok()) v = std::vector<double>(f->begin(), f->end());
-  } else {
-    v = t.ToDoubles();
-  }
+  auto v = t.ToDoubles();
   std::printf("output %s: shape %s dtype %s", name.c_str(), Dims(t.shape()).c_str(),
               t.dtype().Name().c_str());
   if (!v.ok() || v->empty()) {

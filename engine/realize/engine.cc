@@ -42,16 +42,11 @@ std::vector<int64_t> ParamExtents(const UOpRef& ast, int num_bufs) {
 constexpr char kNamePlaceholder[] = "KILN_KERNEL_NAME_PLACEHOLDER";
 
 // A 64-bit FNV-1a hash of `source`: stable across processes and builds,
-// unlike std::hash. SourceTag is 8 hex digits of it.
+// unlike std::hash.
 uint64_t SourceHash(const std::string& source) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : source) h = (h ^ c) * 1099511628211ull;
   return h;
-}
-
-std::string SourceTag(const std::string& source) {
-  const uint64_t h = SourceHash(source);
-  return absl::StrFormat("%08x", static_cast<uint32_t>(h ^ (h >> 32)));
 }
 
 // The highest buffer parameter number of a kernel AST.
@@ -280,8 +275,10 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(Device* device, const UOpRef& a
   } else {
     ASSIGN_OR_RETURN(p.source, RenderKernel(lang, kNamePlaceholder, prog.uops));
   }
-  prog.name = absl::StrCat(prog.name, "_", SourceTag(p.source));
-  p.symbol = absl::StrFormat("k_%016x", SourceHash(p.source));
+  const uint64_t hash = SourceHash(p.source);
+  prog.name = absl::StrCat(prog.name, "_",
+                           absl::StrFormat("%08x", static_cast<uint32_t>(hash ^ (hash >> 32))));
+  p.symbol = absl::StrFormat("k_%016x", hash);
   p.source = absl::StrReplaceAll(p.source, {{kNamePlaceholder, p.symbol}});
   if (Env().debug >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
   return p;

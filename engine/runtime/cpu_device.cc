@@ -260,16 +260,27 @@ size_t PageRounded(size_t nbytes) {
   return (nbytes + page - 1) / page * page;
 }
 
+// RawAlloc's block size for `nbytes` (0 when it overflows), and whether it is
+// mapped on its own; RawFree recomputes both from the same nbytes.
+size_t BlockBytes(size_t nbytes) {
+  const size_t a = HostAllocator::kAlignment;
+  if (nbytes == 0) return a;
+  return nbytes > SIZE_MAX - a ? 0 : (nbytes + a - 1) / a * a;
+}
+bool MappedOnItsOwn(size_t block) {
+  return block >= kHugeFrom && block <= SIZE_MAX - 2 * kHugePage;
+}
+
 }  // namespace
 
 absl::StatusOr<void*> HostAllocator::RawAlloc(size_t nbytes) {
-  size_t rounded = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded < nbytes) return absl::ResourceExhaustedError("allocation size overflows");
+  const size_t rounded = BlockBytes(nbytes);
+  if (rounded == 0) return absl::ResourceExhaustedError("allocation size overflows");
   auto out_of_memory = [&] {
     return absl::ResourceExhaustedError(absl::StrCat("out of host memory allocating ", nbytes,
                                                      " bytes"));
   };
-  if (rounded >= kHugeFrom && rounded <= SIZE_MAX - 2 * kHugePage) {
+  if (MappedOnItsOwn(rounded)) {
     const size_t len = PageRounded(rounded), span = len + kHugePage;
     void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return out_of_memory();
@@ -287,8 +298,8 @@ absl::StatusOr<void*> HostAllocator::RawAlloc(size_t nbytes) {
 }
 
 void HostAllocator::RawFree(void* ptr, size_t nbytes) {
-  size_t rounded = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded >= kHugeFrom && rounded <= SIZE_MAX - 2 * kHugePage) {
+  const size_t rounded = BlockBytes(nbytes);
+  if (MappedOnItsOwn(rounded)) {
     munmap(ptr, PageRounded(rounded));
     return;
   }

@@ -1,11 +1,11 @@
 // Tensor core: state, construction, realization, elementwise primitives,
 // casts and reductions. Movement ops: tensor_movement.cc; composite math:
-// tensor_math.cc; nn / indexing ops: tensor_nn.cc, tensor_index.cc.
+// tensor_math.cc; nn / indexing ops: tensor_nn.cc, tensor_index.cc; uploads
+// and host reads: tensor_host.cc.
 #include "engine/tensor/tensor.h"
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 #include <optional>
 #include <unordered_map>
 
@@ -135,47 +135,6 @@ Tensor Tensor::FromBuffer(Engine* e, BufferRef buffer, Shape shape, DType dtype,
   UOpRef buf = NewBuffer(dtype, n, device);
   BufferOf(*buf).set_storage(std::move(buffer));
   return NewTensor(e, ViewOfBuffer(buf, shape), shape, dtype, device);
-}
-
-Tensor Tensor::FromData(Engine* e, const void* data, size_t nbytes, Shape shape, DType dtype,
-                        const std::string& device) {
-  Tensor t = Empty(e, shape, dtype, device);
-  if (!t.ok()) return t;
-  size_t want = static_cast<size_t>(kiln::Prod(shape)) * dtype.ItemSize();
-  if (nbytes != want)
-    return FromError(t, absl::InvalidArgumentError(absl::StrCat(
-                            "FromData: ", nbytes, " bytes given, shape ", ShapeStr(shape), " of ",
-                            dtype.Name(), " needs ", want)));
-  const UOpRef& buf = t.uop()->op() == Op::kBuffer ? t.uop() : t.uop()->src(0);
-  auto storage = e->StorageOf(buf);
-  if (!storage.ok()) return FromError(t, storage.status());
-  absl::Status s = (*storage)->CopyIn(data, nbytes);
-  if (!s.ok()) return FromError(t, s);
-  return t;
-}
-
-Tensor Tensor::FromFill(Engine* e, Shape shape, DType dtype, const std::string& device,
-                        const std::function<void(void* dst)>& fill) {
-  Tensor t = Empty(e, shape, dtype, device);
-  if (!t.ok()) return t;
-  const UOpRef& buf = t.uop()->op() == Op::kBuffer ? t.uop() : t.uop()->src(0);
-  auto storage = e->StorageOf(buf);
-  if (!storage.ok()) return FromError(t, storage.status());
-  const size_t n = t.nbytes();
-  if ((*storage)->device()->allocator().host_addressable()) {
-    absl::StatusOr<void*> dst = (*storage)->Ptr();
-    if (!dst.ok()) return FromError(t, dst.status());
-    if (n != 0) fill(*dst);
-    return t;
-  }
-  std::unique_ptr<char[]> host(new (std::nothrow) char[std::max<size_t>(n, 1)]);
-  if (host == nullptr)
-    return FromError(t, absl::ResourceExhaustedError(
-                            absl::StrCat("out of host memory staging ", n, " bytes")));
-  if (n != 0) fill(host.get());
-  absl::Status s = (*storage)->CopyIn(host.get(), n);
-  if (!s.ok()) return FromError(t, s);
-  return t;
 }
 
 Tensor Tensor::Const(ConstValue v, DType dtype) const {
@@ -342,56 +301,6 @@ absl::Status Tensor::Assign(const Tensor& value) {
     break;
   }
   return engine()->RealizeInto(v.Contiguous().uop(), target, device());
-}
-
-absl::StatusOr<BufferRef> Tensor::Buffer() {
-  RETURN_IF_ERROR(Realize());
-  const UOpRef& u = uop();
-  const UOpRef& buf = u->op() == Op::kBuffer ? u : u->src(0);
-  return engine()->StorageOf(buf);
-}
-
-absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() {
-  if (!ok()) return status();
-  std::vector<uint8_t> out(nbytes());
-  RETURN_IF_ERROR(CopyBytesTo(out.data(), out.size()));
-  return out;
-}
-
-absl::Status Tensor::CopyBytesTo(void* dst, size_t n) {
-  if (!ok()) return status();
-  if (n != nbytes())
-    return absl::InvalidArgumentError(
-        absl::StrCat("CopyBytesTo: ", n, " bytes given, the tensor has ", nbytes()));
-  ASSIGN_OR_RETURN(BufferRef b, Buffer());
-  if (n > 0) RETURN_IF_ERROR(b->CopyOut(dst, n));
-  // A JIT capture replays host-side decisions made on data only when a
-  // replay reads the same bytes here.
-  if (CaptureScope* c = CaptureScope::Current())
-    c->NoteHostRead(b, std::string(static_cast<const char*>(dst), n));
-  return absl::OkStatus();
-}
-
-absl::Status Tensor::ReadHost(const std::function<void(const void* src)>& read) {
-  if (!ok()) return status();
-  ASSIGN_OR_RETURN(BufferRef b, Buffer());
-  const size_t n = nbytes();
-  if (CaptureScope::Current() == nullptr && b->device()->allocator().host_addressable()) {
-    ASSIGN_OR_RETURN(void* src, b->Ptr());
-    read(src);
-    return absl::OkStatus();
-  }
-  std::unique_ptr<char[]> host(new (std::nothrow) char[std::max<size_t>(n, 1)]);
-  if (host == nullptr)
-    return absl::ResourceExhaustedError(absl::StrCat("out of host memory reading ", n, " bytes"));
-  RETURN_IF_ERROR(CopyBytesTo(host.get(), n));
-  read(host.get());
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<double>> Tensor::ToDoubles() {
-  Tensor t = dtype() == dtypes::kFloat64 ? *this : Cast(dtypes::kFloat64);
-  return t.ToVector<double>();
 }
 
 // ---------------- elementwise primitives ----------------

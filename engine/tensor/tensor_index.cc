@@ -129,10 +129,13 @@ Tensor Tensor::ChunkBatch(int64_t per, const std::function<Tensor(const Tensor&)
   // graph would grow with the batch).
   constexpr int64_t kMaxSlices = 64;
   if (per >= n || n <= 1) return f(*this);
-  int64_t chunk = std::max<int64_t>(per, 1);
-  if (n / chunk > kMaxSlices) return f(*this);
-  while (n % chunk != 0) --chunk;
-  if (n / chunk > kMaxSlices) return f(*this);
+  // The largest divisor of n up to `per` is n over the fewest slices that
+  // divide n and keep slices within `per`: at most kMaxSlices tries.
+  int64_t chunk = 0;
+  for (int64_t s = (n + std::max<int64_t>(per, 1) - 1) / std::max<int64_t>(per, 1);
+       s <= kMaxSlices && chunk == 0; ++s)
+    if (n % s == 0) chunk = n / s;
+  if (chunk == 0) return f(*this);
   std::vector<Tensor> parts;
   for (const Tensor& slice : Split(std::vector<int64_t>(n / chunk, chunk), 0)) {
     parts.push_back(f(slice));
