@@ -228,6 +228,21 @@ UOpRef DivModSum(const UOpRef& u) {
 
 bool Nonzero(int64_t v) { return v != 0; }
 
+// The node a VECTORIZE repeats in every lane (a broadcast), or null.
+const UOpRef* BroadcastOf(const UOpRef& u) {
+  if (u->op() != Op::kVectorize || u->src().empty()) return nullptr;
+  for (const UOpRef& s : u->src())
+    if (s != u->src(0)) return nullptr;
+  return &u->src(0);
+}
+
+// A constant equal to v (an integer, or a float with that value).
+bool IsValue(const UOp& c, int64_t v) {
+  ConstValue cv = c.const_value();
+  if (const auto* i = std::get_if<int64_t>(&cv)) return *i == v;
+  return std::get<double>(cv) == static_cast<double>(v);
+}
+
 std::vector<Rule> MakeRules() {
   using P = UPat;
   std::vector<Rule> r;
@@ -250,6 +265,51 @@ std::vector<Rule> MakeRules() {
         return UOp::Const(u->dtype(), EvalAlu(u->op(), u->dtype(), v, u->src(0)->dtype()));
       },
       "const_fold");
+  // Vector ALU ops over broadcasts (a VECTORIZE of one node in every lane,
+  // e.g. a constant lowered at a vector width): the op on the scalar, then
+  // broadcast, so the scalar rules above fold it. A masked-out segment's
+  // loads are such constants; without this the sums and selects over them
+  // reached the C source (Winograd transforms: 2-3x their size).
+  add(P::Ops({Op::kNeg, Op::kExp2, Op::kLog2, Op::kSin, Op::kSqrt, Op::kRecip, Op::kTrunc, Op::kAdd,
+              Op::kSub, Op::kMul, Op::kFDiv, Op::kIDiv, Op::kMod, Op::kMax, Op::kCmpLt, Op::kCmpNe,
+              Op::kCmpEq, Op::kAnd, Op::kOr, Op::kXor, Op::kShl, Op::kShr, Op::kPow, Op::kWhere,
+              Op::kMulAcc, Op::kCast}),
+      [](const Match& m) -> UOpRef {
+        const UOpRef& u = m.root();
+        if (u->dtype().count == 1) return nullptr;
+        UOpList scalars;
+        for (const UOpRef& s : u->src()) {
+          const UOpRef* b = BroadcastOf(s);
+          if (b == nullptr) return nullptr;
+          scalars.push_back(*b);
+        }
+        UOpRef scalar = SimplifyNode(UOp::Make(u->op(), u->dtype().Scalar(), scalars, u->arg()));
+        return UOp::Make(Op::kVectorize, u->dtype(), UOpList(u->dtype().count, scalar));
+      },
+      "broadcast_alu");
+  // A select on a constant broadcast condition, and the identities of the
+  // scalar rules below with a broadcast constant.
+  add(P::Alu(Op::kWhere, {P::Var("c"), P::Var("a"), P::Var("b")}),
+      [](const Match& m) -> UOpRef {
+        const UOpRef* c = BroadcastOf(m["c"]);
+        if (c == nullptr || !(*c)->IsConst()) return nullptr;
+        return (*c)->IsConstInt(0) ? m["b"] : m["a"];
+      },
+      "where_broadcast_const");
+  add(P::Ops({Op::kAdd, Op::kSub, Op::kMul, Op::kFDiv}),
+      [](const Match& m) -> UOpRef {
+        const UOpRef& u = m.root();
+        if (u->dtype().count == 1) return nullptr;
+        auto is = [](const UOpRef& x, int64_t v) {
+          const UOpRef* b = BroadcastOf(x);
+          return b != nullptr && (*b)->IsConst() && IsValue(**b, v);
+        };
+        const int64_t unit = u->op() == Op::kAdd || u->op() == Op::kSub ? 0 : 1;
+        if (is(u->src(1), unit)) return u->src(0);
+        if ((u->op() == Op::kAdd || u->op() == Op::kMul) && is(u->src(0), unit)) return u->src(1);
+        return nullptr;
+      },
+      "broadcast_identity");
   // Integer ALU nodes with a single possible value.
   add(P::Ops({Op::kAdd, Op::kSub, Op::kMul, Op::kIDiv, Op::kMod, Op::kMax, Op::kCmpLt, Op::kCmpNe,
               Op::kCmpEq, Op::kAnd, Op::kOr, Op::kWhere, Op::kNeg})

@@ -219,5 +219,48 @@ TEST_F(SymbolicTest, SimplifyNodeFoldsAtTheRoot) {
   EXPECT_EQ(Simplify(sel), sel);
 }
 
+// Vector ops over broadcasts (a VECTORIZE of one node in every lane, as a
+// constant lowered at a vector width) fold like their scalars: the op on
+// the scalar, broadcast; a select on a broadcast constant picks its branch;
+// adding 0 or multiplying by 1 in every lane is the other operand.
+TEST_F(SymbolicTest, BroadcastsFoldLikeTheirScalars) {
+  auto bc = [](const UOpRef& x) {
+    return UOp::Make(Op::kVectorize, x->dtype().Vec(8), UOpList(8, x));
+  };
+  const DType f8 = dtypes::kFloat32.Vec(8);
+  UOpRef zero = bc(UOp::ConstFloat(0.0)), one = bc(UOp::ConstFloat(1.0));
+  UOpRef neg = bc(UOp::ConstFloat(-1.0));
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kSub, f8, {zero, zero})), zero);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kMul, f8, {neg, one})), neg);
+  // A lane-varying vector (lanes 0..7 of a load index) keeps its own op.
+  UOpList lanes;
+  for (int64_t l = 0; l < 8; ++l) lanes.push_back(UOp::ConstFloat(static_cast<double>(l)));
+  UOpRef ramp = UOp::Make(Op::kVectorize, f8, lanes);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kAdd, f8, {ramp, zero})), ramp);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kAdd, f8, {zero, ramp})), ramp);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kMul, f8, {ramp, one})), ramp);
+  UOpRef doubled = UOp::Make(Op::kMul, f8, {ramp, bc(UOp::ConstFloat(2.0))});
+  EXPECT_EQ(SimplifyNode(doubled), doubled);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kSub, f8, {zero, ramp})),
+            UOp::Make(Op::kSub, f8, {zero, ramp}));  // 0 - x is not x
+  // Selects on a broadcast constant; on a lane-varying condition, kept.
+  const DType b8 = dtypes::kBool.Vec(8);
+  UOpRef no = bc(UOp::Const(dtypes::kBool, int64_t{0}));
+  UOpRef yes = bc(UOp::Const(dtypes::kBool, int64_t{1}));
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kWhere, f8, {no, ramp, neg})), neg);
+  EXPECT_EQ(SimplifyNode(UOp::Make(Op::kWhere, f8, {yes, ramp, neg})), ramp);
+  // A select between broadcasts on a broadcast of a variable condition is
+  // the scalar select, broadcast.
+  UOpRef x = UOp::Variable("x", 0, 7, dtypes::kInt32);
+  UOpRef live = UOp::Make(Op::kCmpLt, dtypes::kBool, {x, UOp::ConstInt(3, dtypes::kInt32)});
+  UOpRef sel = SimplifyNode(UOp::Make(Op::kWhere, f8, {bc(live), one, zero}));
+  EXPECT_EQ(sel, bc(UOp::Make(Op::kWhere, dtypes::kFloat32,
+                              {live, UOp::ConstFloat(1.0), UOp::ConstFloat(0.0)})));
+  UOpList gates;
+  for (int64_t l = 0; l < 8; ++l) gates.push_back(UOp::Const(dtypes::kBool, l % 2));
+  UOpRef mixed = UOp::Make(Op::kWhere, f8, {UOp::Make(Op::kVectorize, b8, gates), one, zero});
+  EXPECT_EQ(SimplifyNode(mixed), mixed);
+}
+
 }  // namespace
 }  // namespace kiln
