@@ -6,100 +6,18 @@
 #include <set>
 #include <memory>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
 #include "engine/base/flags.h"
+#include "engine/codegen/emitter.h"
 #include "engine/codegen/lanes.h"
 #include "engine/codegen/lowerer_local.h"
 #include "engine/uop/symbolic.h"
 
 namespace kiln {
 namespace {
-
-// ---------------- emission with loop scopes and hoisting ----------------
-
-class Emitter {
- public:
-  Emitter() {
-    root_ = std::make_unique<Scope>();
-    open_.push_back(root_.get());
-  }
-
-  // Emits u after its sources, in the outermost open scope where all of them
-  // are defined; `pin` (and anything reading an accumulator) stays in the
-  // innermost scope.
-  void Emit(const UOpRef& u, bool pin = false) {
-    if (depth_.count(u.get())) return;
-    int d = 0;
-    bool pinned = pin || u->op() == Op::kDefineAcc || u->op() == Op::kAssign ||
-                  u->op() == Op::kStore;
-    for (const UOpRef& s : u->src()) {
-      Emit(s);
-      d = std::max(d, depth_.at(s.get()));
-      if (acc_dep_.count(s.get())) pinned = true;
-    }
-    if (pinned) d = Depth();
-    if (u->op() == Op::kDefineAcc || u->op() == Op::kAssign || pinned) acc_dep_.insert(u.get());
-    if (u->op() == Op::kStore || u->op() == Op::kDefineAcc) acc_dep_.insert(u.get());
-    Scope* s = open_[d];
-    if (d == Depth()) {
-      s->items.push_back({u, nullptr});
-    } else {  // before the open child scope
-      s->items.insert(s->items.end() - 1, Item{u, nullptr});
-    }
-    depth_[u.get()] = d;
-    keep_.push_back(u);
-  }
-
-  void OpenLoop(const UOpRef& range) {
-    for (const UOpRef& s : range->src()) Emit(s);
-    auto child = std::make_unique<Scope>();
-    Scope* c = child.get();
-    open_.back()->items.push_back({range, std::move(child)});
-    open_.push_back(c);
-    depth_[range.get()] = Depth();
-    keep_.push_back(range);
-  }
-
-  void CloseLoop() { open_.pop_back(); }
-
-  UOpList Flatten() const {
-    UOpList out;
-    FlattenInto(*root_, &out);
-    return out;
-  }
-
- private:
-  struct Scope;
-  struct Item {
-    UOpRef u;
-    std::unique_ptr<Scope> child;
-  };
-  struct Scope {
-    std::vector<Item> items;
-  };
-
-  int Depth() const { return static_cast<int>(open_.size()) - 1; }
-
-  static void FlattenInto(const Scope& s, UOpList* out) {
-    for (const Item& it : s.items) {
-      out->push_back(it.u);
-      if (it.child) {
-        FlattenInto(*it.child, out);
-        out->push_back(UOp::Make(Op::kEndRange, dtypes::kVoid, {it.u}));
-      }
-    }
-  }
-
-  std::unique_ptr<Scope> root_;
-  std::vector<Scope*> open_;
-  std::unordered_map<const UOp*, int> depth_;
-  std::unordered_set<const UOp*> acc_dep_;
-  UOpList keep_;
-};
 
 UOpRef Identity(Op op, DType dt) {
   switch (op) {

@@ -3,6 +3,7 @@
 #define KILN_ENGINE_TENSOR_TEST_UTIL_H_
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,39 @@ inline std::vector<float> Ramp(int64_t n, int seed) {
   std::vector<float> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 5 + seed * 11) % 16) / 8 - 1;
   return v;
+}
+
+// Deterministic values in [-2, 2) on a 1/8 grid (sums of products stay exact).
+inline std::vector<float> GridValues(int64_t n, int seed) {
+  std::vector<float> v(n);
+  uint32_t s = 2654435761u * static_cast<uint32_t>(seed + 1);
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>((s >> 16) % 32) / 8.0f - 2.0f;
+  }
+  return v;
+}
+
+inline std::vector<double> Doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Calls f(idx) for every multi-index of `shape` in row-major order.
+inline void ForEachIndex(const Shape& shape,
+                         const std::function<void(const std::vector<int64_t>&)>& f) {
+  if (Prod(shape) == 0) return;
+  std::vector<int64_t> idx(shape.size(), 0);
+  while (true) {
+    f(idx);
+    int d = static_cast<int>(shape.size()) - 1;
+    while (d >= 0 && ++idx[d] == shape[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+// The row-major offset of a multi-index.
+inline int64_t RavelIndex(const std::vector<int64_t>& idx, const Shape& shape) {
+  int64_t r = 0;
+  for (size_t i = 0; i < shape.size(); ++i) r = r * shape[i] + idx[i];
+  return r;
 }
 
 // A test fixture parameterized by device name, with batched checks:
