@@ -248,11 +248,14 @@ std::vector<Rule> MakeRules() {
   std::vector<Rule> r;
   auto add = [&](UPat p, RewriteFn f, const char* name) { r.push_back({std::move(p), f, name}); };
 
-  // Constant folding of ALU ops and casts.
-  add(P::Ops({Op::kNeg, Op::kExp2, Op::kLog2, Op::kSin, Op::kSqrt, Op::kRecip, Op::kTrunc, Op::kAdd,
+  // The elementwise ops: ALU ops and casts.
+  const UPat elementwise =
+      P::Ops({Op::kNeg, Op::kExp2, Op::kLog2, Op::kSin, Op::kSqrt, Op::kRecip, Op::kTrunc, Op::kAdd,
               Op::kSub, Op::kMul, Op::kFDiv, Op::kIDiv, Op::kMod, Op::kMax, Op::kCmpLt, Op::kCmpNe,
               Op::kCmpEq, Op::kAnd, Op::kOr, Op::kXor, Op::kShl, Op::kShr, Op::kPow, Op::kWhere,
-              Op::kMulAcc, Op::kCast}),
+              Op::kMulAcc, Op::kCast});
+  // Constant folding of elementwise ops.
+  add(elementwise,
       [](const Match& m) -> UOpRef {
         const UOpRef& u = m.root();
         if (u->dtype().count != 1) return nullptr;
@@ -269,11 +272,8 @@ std::vector<Rule> MakeRules() {
   // e.g. a constant lowered at a vector width): the op on the scalar, then
   // broadcast, so the scalar rules above fold it. A masked-out segment's
   // loads are such constants; without this the sums and selects over them
-  // reached the C source (Winograd transforms: 2-3x their size).
-  add(P::Ops({Op::kNeg, Op::kExp2, Op::kLog2, Op::kSin, Op::kSqrt, Op::kRecip, Op::kTrunc, Op::kAdd,
-              Op::kSub, Op::kMul, Op::kFDiv, Op::kIDiv, Op::kMod, Op::kMax, Op::kCmpLt, Op::kCmpNe,
-              Op::kCmpEq, Op::kAnd, Op::kOr, Op::kXor, Op::kShl, Op::kShr, Op::kPow, Op::kWhere,
-              Op::kMulAcc, Op::kCast}),
+  // reached the C source (Winograd transforms' segments).
+  add(elementwise,
       [](const Match& m) -> UOpRef {
         const UOpRef& u = m.root();
         if (u->dtype().count == 1) return nullptr;

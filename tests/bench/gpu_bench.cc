@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "engine/base/status.h"
@@ -207,6 +208,9 @@ int main(int argc, char** argv) {
   bench::BenchReplay(&engine);
   bench::BenchMatmul(&engine, dtypes::kFloat32, "matmul_4096_fp32");
   bench::BenchMatmul(&engine, dtypes::kFloat16, "matmul_4096_fp16");
-  if (dir) std::system((std::string("rm -rf ") + dir).c_str());
+  if (dir) {
+    std::error_code ec;  // best effort: a leftover temporary directory is harmless
+    std::filesystem::remove_all(dir, ec);
+  }
   return 0;
 }

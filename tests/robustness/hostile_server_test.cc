@@ -254,7 +254,7 @@ TEST_F(HostileServerTest, ExplicitLoadsFailCleanly) {
                                     "--model-control-mode=explicit"});
   ASSERT_TRUE(p.ok()) << p.status();
   auto client = (*p)->Client("", absl::Seconds(120));
-  for (const std::string& name :
+  for (const char* name :
        {"warm_cos", "model_fifo", "model_dev_zero", "ext_fifo", "cycle", "truncated",
         "unknown_op", "cfg_dev_zero", "cfg_fifo", "nested_too_deep"}) {
     SCOPED_TRACE(name);
