@@ -30,6 +30,33 @@ TEST(UOpTest, FreedWhenUnused) {
   EXPECT_EQ(LiveUOpCount(), before);
 }
 
+// The intern table grows past many thousands of nodes, forgets freed ones
+// (their slots reused) and still finds every live node: a node made again
+// while its first copy lives is that copy, and one made after it was freed
+// is new and interned in turn.
+TEST(UOpTest, InterningSurvivesGrowthAndFrees) {
+  const size_t before = LiveUOpCount();
+  UOpRef v = UOp::Variable("grow_var", 0, 1 << 20);
+  std::vector<UOpRef> kept;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<UOpRef> made;
+    for (int i = 0; i < 20000; ++i) made.push_back(v * (i + 2) + round);
+    for (int i = 0; i < 20000; i += 97) kept.push_back(made[i]);
+    // Same structure, same node, while it lives.
+    for (int i = 0; i < 20000; i += 501) EXPECT_EQ(v * (i + 2) + round, made[i]);
+  }  // the others are freed
+  // The kept sums and what they hold (their products and constants); the
+  // 60,000 others are gone.
+  EXPECT_GT(LiveUOpCount(), before + kept.size());
+  EXPECT_LT(LiveUOpCount(), before + 4 * kept.size() + 16);
+  for (const UOpRef& k : kept) {
+    const UOp* raw = k.get();
+    EXPECT_EQ(UOp::Make(k->op(), k->dtype(), k->src(), k->arg()).get(), raw);
+  }
+  UOpRef again = v * 3 + 0;  // freed above (i = 1 was not kept): made anew, then interned
+  EXPECT_EQ(v * 3 + 0, again);
+}
+
 TEST(UOpTest, ConcurrentMakeInterns) {
   std::vector<UOpRef> results(8);
   std::vector<std::thread> threads;
