@@ -62,7 +62,9 @@ TEST(CpuDeviceTest, HostAllocatorBlocksSmallAndHuge) {
     ASSERT_TRUE(p.ok()) << p.status();
     const uintptr_t at = reinterpret_cast<uintptr_t>(*p);
     EXPECT_EQ(at % HostAllocator::kAlignment, 0u);
-    if (n >= (size_t{4} << 20)) EXPECT_EQ(at % (size_t{2} << 20), 0u);
+    if (n >= (size_t{4} << 20)) {
+      EXPECT_EQ(at % (size_t{2} << 20), 0u);
+    }
     auto* bytes = static_cast<unsigned char*>(*p);
     for (size_t i = 0; i < n; i += 4093) bytes[i] = static_cast<unsigned char>(i * 7);
     bytes[n - 1] = 0xab;

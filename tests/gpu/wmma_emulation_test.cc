@@ -221,8 +221,11 @@ TEST(WmmaEmulation, SampleSpecsMatchTheReference) {
                           << " want " << want;
         }
     // Padding between rows (ldc > n) is never written.
-    for (size_t i = 0; i < written.size(); ++i)
-      if (!written[i]) EXPECT_TRUE(std::isnan(Load(s.out_dtype, c, i))) << "wrote padding " << i;
+    for (size_t i = 0; i < written.size(); ++i) {
+      if (!written[i]) {
+        EXPECT_TRUE(std::isnan(Load(s.out_dtype, c, i))) << "wrote padding " << i;
+      }
+    }
     EXPECT_EQ(bad, 0);
   }
 }
