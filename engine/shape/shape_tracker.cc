@@ -151,13 +151,9 @@ std::pair<UOpRef, UOpRef> ShapeTracker::IndexAndValid(const UOpList& idxs, bool 
     for (UOpRef& e : sub) e = kiln::Simplify(e);
     UOpRef v2 = v.ToIndex(sub).second;
     valid = LogicalAnd(valid, v2);
-    if (k == 0 && !want_index) {
-      idx = nullptr;
-      break;
-    }
-    idx = v.ToIndex(bounded(v, sub)).first;
+    // The bottom view's address is the result: built only when wanted.
+    idx = want_index || k > 0 ? v.ToIndex(bounded(v, sub)).first : nullptr;
   }
-  if (!want_index) idx = nullptr;
   if (idx) idx = kiln::Simplify(idx);
   valid = kiln::Simplify(valid);
   if (!back.empty()) {

@@ -40,7 +40,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_zoo as zoo  # noqa: E402  (the export machinery: Spec, export_spec, seed_of)
+from export_zoo import export_all  # noqa: E402  (the export machinery)
+from zoo_common import Spec, seed_of  # noqa: E402
 
 OPS = []
 BATCHES = (1, 8)
@@ -90,7 +91,7 @@ def op(name, build, shapes, dtype="float32", high=None):
     names = ["x"] if len(shapes) == 1 else [f"in{i}" for i in range(len(shapes))]
 
     def make_build():
-        torch.manual_seed(zoo.seed_of(name))
+        torch.manual_seed(seed_of(name))
         m = build()
         with torch.no_grad():  # biases and norms off their zero / one defaults
             for p in m.parameters():
@@ -99,7 +100,7 @@ def op(name, build, shapes, dtype="float32", high=None):
         return m.eval()
 
     def inputs(model):
-        rng = np.random.default_rng(zoo.seed_of(name, "inputs"))
+        rng = np.random.default_rng(seed_of(name, "inputs"))
         out = {}
         for b in BATCHES:
             arrays = []
@@ -112,8 +113,8 @@ def op(name, build, shapes, dtype="float32", high=None):
         return out
 
     axes = {n: {0: "batch"} for n in names + ["y"]}
-    OPS.append(zoo.Spec(name, "op", make_build, inputs, names, ["y"], axes, opsets=(17,),
-                        atol=1e-4, rtol=1e-3))
+    OPS.append(Spec(name, "op", make_build, inputs, names, ["y"], axes, opsets=(17,),
+                    atol=1e-4, rtol=1e-3))
 
 
 op("embedding", lambda: nn.Embedding(30522, 256), [(128,)], dtype="int64", high=30522)
@@ -140,7 +141,7 @@ def main():
     ap.add_argument("--only", help="comma-separated operation names")
     ap.add_argument("--prefix", default="ops: ", help="prefix of the progress lines")
     args = ap.parse_args()
-    zoo.export_all(OPS, args.out_dir, args.only, True, args.prefix, "operations")
+    export_all(OPS, args.out_dir, args.only, True, args.prefix, "operations")
 
 
 if __name__ == "__main__":
