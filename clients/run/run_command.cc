@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <sys/stat.h>
@@ -280,6 +281,15 @@ int RunChecked(int argc, char** argv) {
     if (r == 0) first = engine.stats();
   }
   for (size_t i = 0; i < outs.size(); ++i) PrintStats((*model)->outputs()[i].name, outs[i]);
+  if (std::optional<BatchSplitter::Choice> c = m->BatchChoice(*inputs)) {
+    if (c->images < c->batch)
+      std::printf("batch: %lld images, built in slices of %lld (largest intermediate %.2f MB per image)\n",
+                  static_cast<long long>(c->batch), static_cast<long long>(c->images),
+                  c->image_bytes * 1e-6);
+    else
+      std::printf("batch: %lld images, built whole: %s\n", static_cast<long long>(c->batch),
+                  c->reason.c_str());
+  }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];

@@ -27,6 +27,7 @@ EnvFlags EnvFlags::FromEnv() {
   std::string xdg = GetEnvString("XDG_CACHE_HOME", home + "/.cache");
   f.cache_dir = GetEnvString("KILN_CACHE_DIR", xdg + "/kiln");
   f.threads = static_cast<int>(GetEnvInt("KILN_THREADS", 0));
+  f.batch_split = GetEnvInt("KILN_BATCH_SPLIT", 1) != 0;
   return f;
 }
 

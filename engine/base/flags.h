@@ -6,6 +6,8 @@
 //                reduce kernel (0: the heuristics alone; engine/realize/beam.h)
 //   KILN_CACHE_DIR   on-disk cache of compiled kernels (default ~/.cache/kiln)
 //   KILN_THREADS     CPU worker threads (default: all cores)
+//   KILN_BATCH_SPLIT=0  build batches whole, never in slices of images
+//                       (engine/onnx/batch_split.h)
 #ifndef KILN_ENGINE_BASE_FLAGS_H_
 #define KILN_ENGINE_BASE_FLAGS_H_
 
@@ -25,6 +27,7 @@ struct EnvFlags {
   int beam = 0;
   std::string cache_dir;
   int threads = 0;  // 0 = hardware concurrency
+  bool batch_split = true;
 
   // Reads the environment now.
   static EnvFlags FromEnv();

@@ -192,6 +192,20 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
   for (const onnx::ValueInfoProto& in : g.input())
     if (!init_names.count(in.name())) inputs_.push_back(InfoFromProto(in));
   for (const onnx::ValueInfoProto& out : g.output()) outputs_.push_back(InfoFromProto(out));
+  {
+    std::vector<std::string> in_names, out_names;
+    std::vector<bool> dynamic_axis0;
+    for (const ValueInfo& in : inputs_) {
+      in_names.push_back(in.name);
+      dynamic_axis0.push_back(!in.is_sequence && !in.is_optional && in.rank_known &&
+                              !in.dims.empty() && in.dims[0] < 0);
+    }
+    for (const ValueInfo& out : outputs_) out_names.push_back(out.name);
+    absl::StatusOr<Device*> dev = engine_->GetDevice(device_);
+    splitter_ = std::make_unique<BatchSplitter>(
+        std::move(in_names), std::move(dynamic_axis0), std::move(out_names),
+        dev.ok() ? BatchSplitter::OffReason(**dev) : std::string(dev.status().message()));
+  }
 
   // Weights held in Constant nodes are decoded and uploaded once, here.
   int64_t opset = opsets_.count("") ? opsets_.at("") : -1;
@@ -212,6 +226,11 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
 
 absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
     const std::vector<OnnxValue>& inputs) const {
+  return Build(inputs, nullptr);
+}
+
+absl::StatusOr<std::vector<OnnxValue>> OnnxModel::Build(const std::vector<OnnxValue>& inputs,
+                                                        BatchTracker* tracker) const {
   if (inputs.size() != inputs_.size())
     return absl::InvalidArgumentError(absl::StrCat("the model takes ", inputs_.size(),
                                                    " inputs, got ", inputs.size()));
@@ -258,6 +277,14 @@ absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
       continue;
     scope.set_now(i);
     RETURN_IF_ERROR(builder.RunNode(node, &scope));
+    if (tracker != nullptr) {
+      std::vector<const OnnxValue*> ins, outs;
+      for (const std::string& name : node.input())
+        ins.push_back(name.empty() ? nullptr : scope.Find(name));
+      for (const std::string& name : node.output())
+        outs.push_back(name.empty() ? nullptr : scope.Find(name));
+      tracker->Observe(node, ins, outs);
+    }
   }
   std::vector<OnnxValue> outs;
   for (const ValueInfo& o : outputs_) {
@@ -273,7 +300,10 @@ absl::StatusOr<std::vector<OnnxValue>> OnnxModel::RunValues(
 absl::StatusOr<std::vector<Tensor>> OnnxModel::Run(const std::vector<Tensor>& inputs) const {
   std::vector<OnnxValue> vals;
   for (const Tensor& t : inputs) vals.push_back(OnnxValue::FromTensor(t));
-  ASSIGN_OR_RETURN(std::vector<OnnxValue> outs, RunValues(vals));
+  ASSIGN_OR_RETURN(std::vector<OnnxValue> outs,
+                   splitter_->Run(vals, [this](const std::vector<OnnxValue>& in, BatchTracker* t) {
+                     return Build(in, t);
+                   }));
   std::vector<Tensor> result;
   for (size_t i = 0; i < outs.size(); ++i) {
     const OnnxValue& v = outs[i];
@@ -283,6 +313,13 @@ absl::StatusOr<std::vector<Tensor>> OnnxModel::Run(const std::vector<Tensor>& in
     result.push_back(v.tensor ? *v.tensor : v.host->ToTensor(engine_, device_));
   }
   return result;
+}
+
+std::optional<BatchSplitter::Choice> OnnxModel::BatchChoice(
+    const std::vector<Tensor>& inputs) const {
+  std::vector<OnnxValue> vals;
+  for (const Tensor& t : inputs) vals.push_back(OnnxValue::FromTensor(t));
+  return splitter_->ChoiceFor(vals);
 }
 
 }  // namespace kiln

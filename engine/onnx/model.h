@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/onnx/batch_split.h"
 #include "engine/onnx/graph_builder.h"
 #include "engine/tensor/tensor.h"
 
@@ -68,8 +69,13 @@ class OnnxModel {
   size_t derived_weights() const;
 
   // Builds the graph for `inputs` (one per inputs(), in order; dtypes and
-  // static dims must match) and returns the unrealized outputs.
+  // static dims must match) and returns the unrealized outputs. A batch
+  // (inputs with a dynamic axis 0 of one size n > 1) of a model that
+  // computes image by image is built in slices of images when its
+  // intermediates outgrow the caches (batch_split.h).
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs) const;
+  // How Run builds a batch of these inputs' signature, once it has run one.
+  std::optional<BatchSplitter::Choice> BatchChoice(const std::vector<Tensor>& inputs) const;
   // Like Run, but outputs may also be sequences / optionals.
   absl::StatusOr<std::vector<OnnxValue>> RunValues(const std::vector<OnnxValue>& inputs) const;
 
@@ -83,6 +89,9 @@ class OnnxModel {
       const std::string& bytes, Engine* engine, const std::string& device,
       const std::string& base_dir);
   absl::Status Init(const std::string& base_dir);
+  // RunValues with `tracker` (may be null) observing every top-level node.
+  absl::StatusOr<std::vector<OnnxValue>> Build(const std::vector<OnnxValue>& inputs,
+                                               BatchTracker* tracker) const;
 
   Engine* engine_ = nullptr;
   std::string device_;
@@ -95,6 +104,7 @@ class OnnxModel {
   // Winograd weights etc., derived from weights_ at first use.
   std::unique_ptr<DerivedWeights> derived_;
   std::map<std::string, const onnx::FunctionProto*> functions_;
+  std::unique_ptr<BatchSplitter> splitter_;
 };
 
 }  // namespace kiln

@@ -1,0 +1,215 @@
+#include "engine/onnx/batch_split.h"
+
+#include <functional>
+
+#include "engine/onnx/test_builder.h"
+#include "engine/runtime/cpu_device.h"
+#include "engine/runtime/interpreter.h"
+
+namespace kiln {
+namespace {
+
+using namespace onnx_test;  // NOLINT: the test helpers
+
+TEST(BatchSplitTest, SliceImagesIsTheLargestDivisorThatFits) {
+  const double mib = kSliceBytes;
+  EXPECT_EQ(SliceImages(8, mib / 8), 8);     // the whole batch fits
+  EXPECT_EQ(SliceImages(8, mib / 4), 4);
+  EXPECT_EQ(SliceImages(8, mib / 3), 2);     // 3 does not divide 8
+  EXPECT_EQ(SliceImages(8, mib), 1);
+  EXPECT_EQ(SliceImages(8, 10 * mib), 1);
+  EXPECT_EQ(SliceImages(7, mib / 3), 1);     // prime: one image at a time
+  EXPECT_EQ(SliceImages(1, 10 * mib), 1);
+  EXPECT_EQ(SliceImages(6, 0), 6);           // nothing measured: whole
+  // At most kMaxSlices slices (a graph build each).
+  EXPECT_EQ(SliceImages(128, mib), 2);
+  EXPECT_EQ(SliceImages(1000, mib), 20);     // 50 slices
+  EXPECT_EQ(SliceImages(int64_t{1} << 40, mib), (int64_t{1} << 40) / 64);
+  EXPECT_EQ(SliceImages(1009, mib), 1009);   // prime: no 2..64 slices
+}
+
+// Slices on one CPU core only; several threads, the interpreter (and GPUs)
+// take whole batches.
+TEST(BatchSplitTest, SlicesOnOneCpuCoreOnly) {
+  CpuDevice::Options one, two;
+  one.threads = 1;
+  two.threads = 2;
+  EXPECT_EQ(BatchSplitter::OffReason(CpuDevice(one)), "");
+  EXPECT_NE(BatchSplitter::OffReason(CpuDevice(two)).find("kernels run on 2 threads"),
+            std::string::npos);
+  EXPECT_NE(BatchSplitter::OffReason(InterpreterDevice()).find("INTERP runs each kernel"),
+            std::string::npos);
+}
+
+// Images of C x 128 x 128 floats: C = 16 is 1 MiB per image after the first
+// node, past kSliceBytes, so a separable model is built one image at a time.
+constexpr int64_t kC = 16, kH = 128, kW = 128;
+
+Tensor Images(int64_t n) {
+  std::vector<float> v(n * kC * kH * kW);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37 % 101) / 50.0 - 1.0);
+  return F(v, {n, kC, kH, kW});
+}
+
+struct Case {
+  std::string name;
+  // Adds nodes reading "r" (Relu of the images, (N, 16, 128, 128)) and
+  // writing "y".
+  std::function<void(Builder&)> add;
+  bool split;
+  std::string reason;  // substring of the reason it is built whole
+};
+
+void Int64Init(Builder& b, const std::string& name, const std::vector<int64_t>& v) {
+  b.Init(name, HostTensor::FromInt64s(v, {static_cast<int64_t>(v.size())}));
+}
+
+std::vector<Case> Cases() {
+  return {
+      {"global_pool_and_gemm",
+       [](Builder& b) {
+         b.Node("GlobalAveragePool", {"r"}, {"p"});
+         b.Node("Flatten", {"p"}, {"f"});
+         std::vector<double> w(kC * 3);
+         for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i % 5) - 2;
+         b.Init("w", HostTensor::FromDoubles(w, {kC, 3}, dtypes::kFloat32));
+         b.Node("Gemm", {"f", "w"}, {"y"});
+       },
+       true, ""},
+      {"reshape_from_shape",  // (N, -1) with N read from Shape(r): follows the slice
+       [](Builder& b) {
+         b.Node("Shape", {"r"}, {"s"});
+         Int64Init(b, "i0", {0});
+         b.Node("Gather", {"s", "i0"}, {"n"});
+         Int64Init(b, "m1", {-1});
+         AttrInt(b.Node("Concat", {"n", "m1"}, {"t"}), "axis", 0);
+         b.Node("Reshape", {"r", "t"}, {"y"});
+       },
+       true, ""},
+      {"reduce_over_images",
+       [](Builder& b) { AttrInts(b.Node("ReduceMean", {"r"}, {"y"}), "axes", {0}); },
+       false, "(ReduceMean) mixes the images"},
+      {"softmax_over_images",
+       [](Builder& b) { AttrInt(b.Node("Softmax", {"r"}, {"y"}), "axis", 0); },
+       false, "(Softmax) mixes the images"},
+      {"transpose_of_the_batch",
+       [](Builder& b) { AttrInts(b.Node("Transpose", {"r"}, {"y"}), "perm", {1, 0, 2, 3}); },
+       false, "(Transpose) mixes the images"},
+      {"concat_of_images",
+       [](Builder& b) { AttrInt(b.Node("Concat", {"r", "r"}, {"y"}), "axis", 0); },
+       false, "(Concat) mixes the images"},
+      {"slice_of_images",
+       [](Builder& b) {
+         Int64Init(b, "st", {1});
+         Int64Init(b, "en", {1000});
+         Int64Init(b, "ax", {0});
+         b.Node("Slice", {"r", "st", "en", "ax"}, {"y"});
+       },
+       false, "(Slice) mixes the images"},
+      {"batch_size_as_data",  // r * N: N comes from the batch size
+       [](Builder& b) {
+         b.Node("Shape", {"r"}, {"s"});
+         Int64Init(b, "i0", {0});
+         b.Node("Gather", {"s", "i0"}, {"n"});
+         AttrInt(b.Node("Cast", {"n"}, {"nf"}), "to", TensorProto::FLOAT);
+         b.Node("Mul", {"r", "nf"}, {"y"});
+       },
+       false, "(Mul) mixes the images"},
+      {"constant_reshape_target",  // (2, -1) is the batch of 2, not of a slice
+       [](Builder& b) {
+         Int64Init(b, "t", {2, -1});
+         b.Node("Reshape", {"r", "t"}, {"y"});
+       },
+       false, "builds otherwise"},
+      {"per_image_constant",  // a constant of one row per image (2, ...)
+       [](Builder& b) {
+         b.Init("c", HostTensor::FromDoubles({1, 2}, {2, 1, 1, 1}, dtypes::kFloat32));
+         b.Node("Add", {"r", "c"}, {"y"});
+       },
+       false, "(Add) mixes the images"},
+      {"unknown_operator_on_images",
+       [](Builder& b) {
+         Int64Init(b, "k", {3});
+         b.Node("TopK", {"r", "k"}, {"y", "idx"});
+         // TopK along the last axis is per image; CumSum has no rule.
+         b.Node("CumSum", {"r", "k"}, {"unused"});
+       },
+       false, "(CumSum) mixes the images"},
+      {"random_draw",  // one draw for the batch, broadcast to every image
+       [](Builder& b) {
+         AttrInts(b.Node("RandomNormal", {}, {"noise"}), "shape", {kW});
+         b.Node("Add", {"r", "noise"}, {"y"});
+       },
+       false, "(RandomNormal) mixes the images"},
+      {"output_not_per_image",  // the batch's shape, as floats
+       [](Builder& b) {
+         b.Node("Shape", {"r"}, {"s"});
+         AttrInt(b.Node("Cast", {"s"}, {"y"}), "to", TensorProto::FLOAT);
+       },
+       false, "graph output 'y' is not computed per image"},
+  };
+}
+
+// Builds each case at batch 2 and checks how it was built and that every
+// image's output is that image's own output at batch 1 (or, for models that
+// mix images, that the whole batch was used).
+TEST(BatchSplitTest, SplitsOnlyModelsThatComputeImageByImage) {
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {-1, kC, kH, kW});
+    b.Node("Relu", {"x"}, {"r"});
+    c.add(b);
+    b.Output("y");
+    auto m = Load(b);
+    ASSERT_TRUE(m);
+    const Tensor x = Images(2);
+    absl::StatusOr<std::vector<Tensor>> out = m->Run({x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::optional<BatchSplitter::Choice> choice = m->BatchChoice({x});
+    ASSERT_TRUE(choice.has_value());
+    EXPECT_EQ(choice->batch, 2);
+    if (!c.split) {
+      EXPECT_EQ(choice->images, 2);
+      EXPECT_NE(choice->reason.find(c.reason), std::string::npos) << choice->reason;
+      continue;
+    }
+    EXPECT_EQ(choice->images, 1) << choice->reason;
+    // A second run takes the recorded choice; each image as at batch 1.
+    out = m->Run({x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<double> both = Values((*out)[0]);
+    ASSERT_EQ(both.size() % 2, 0u);
+    const size_t half = both.size() / 2;
+    for (int64_t i = 0; i < 2; ++i) {
+      Pads bounds = {{i, i + 1}, {0, kC}, {0, kH}, {0, kW}};
+      const std::vector<double> one = RunOne(*m, {x.Shrink(bounds)});
+      ASSERT_EQ(one.size(), half);
+      for (size_t j = 0; j < half; ++j) ASSERT_EQ(both[i * half + j], one[j]) << j;
+    }
+  }
+}
+
+// A batch whose intermediates fit the cache is built whole, and a batch of
+// inputs of two sizes along axis 0 is no batch.
+TEST(BatchSplitTest, SmallBatchesAndMismatchedInputsAreBuiltWhole) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 4}).Input("z", TensorProto::FLOAT, {-1, 4});
+  b.Node("Relu", {"x"}, {"r"});
+  b.Node("Relu", {"z"}, {"q"});
+  b.Output("r").Output("q");
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  const Tensor x = F({1, -2, 3, -4, 5, -6, 7, -8}, {2, 4});
+  ExpectNear(RunOne(*m, {x, x}), {1, 0, 3, 0, 5, 0, 7, 0});
+  std::optional<BatchSplitter::Choice> c = m->BatchChoice({x, x});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->images, 2);
+  EXPECT_NE(c->reason.find("fit"), std::string::npos) << c->reason;
+  const Tensor three = F({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4});
+  ExpectNear(RunOne(*m, {x, three}, 1), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  EXPECT_FALSE(m->BatchChoice({x, three}).has_value());
+}
+
+}  // namespace
+}  // namespace kiln
