@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/onnx/model.h"
@@ -87,8 +88,12 @@ class ZooCaseTest : public ::testing::Test {
       EXPECT_TRUE(cmp.ok()) << c_.Id() << ": " << cmp.message();
       max_err = std::max(max_err, r.max_abs_err);
     }
-    std::printf("zoo %s: max abs error %.3g, first run %.0f ms (with compiles; ORT %.1f ms)\n",
-                c_.Id().c_str(), max_err, ms, c_.ort_ms);
+    std::string batch;
+    if (std::optional<BatchSplitter::Choice> b = model.BatchChoice(ins))
+      batch = b->images < b->batch ? absl::StrCat(", in slices of ", b->images, " images")
+                                   : ", the batch whole";
+    std::printf("zoo %s: max abs error %.3g, first run %.0f ms (with compiles; ORT %.1f ms)%s\n",
+                c_.Id().c_str(), max_err, ms, c_.ort_ms, batch.c_str());
   }
 
  private:
