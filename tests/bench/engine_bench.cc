@@ -7,6 +7,7 @@
 // Usage: engine_bench [--quick] [name-filter]
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <unistd.h>
 
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
   bench::BenchMatmul(&engine, 1024);
   bench::BenchConvNet(&engine);
   if (!bench::quick) bench::BenchMatmul(&engine, 4096);
-  if (dir) std::system((std::string("rm -rf ") + dir).c_str());
+  if (dir) {
+    std::error_code ec;  // best effort: a leftover temporary directory is harmless
+    std::filesystem::remove_all(dir, ec);
+  }
   return 0;
 }
