@@ -66,6 +66,13 @@ int64_t BatchSplitter::BatchOf(const std::vector<OnnxValue>& inputs,
   return n > 1 ? n : 0;
 }
 
+const BatchSplitter::Choice& BatchSplitter::Remember(const std::string& key, Choice c) const {
+  // Bounded: a client sending ever new shapes makes the choices for the
+  // ones before be made again, not the map grow.
+  if (choices_.size() >= kMaxChoices && !choices_.count(key)) choices_.erase(choices_.begin());
+  return choices_[key] = std::move(c);
+}
+
 std::optional<BatchSplitter::Choice> BatchSplitter::ChoiceFor(
     const std::vector<OnnxValue>& inputs) const {
   absl::MutexLock lock(&mu_);
@@ -146,14 +153,14 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Run(const std::vector<Onnx
     absl::MutexLock lock(&mu_);
     auto it = choices_.find(key);
     if (it != choices_.end()) known = it->second;
-    if (!known && !off_.empty()) known = choices_[key] = Choice{n, n, 0, off_};
+    if (!known && !off_.empty()) known = Remember(key, Choice{n, n, 0, off_});
   }
   if (!known) {
     Choice c;
     ASSIGN_OR_RETURN(std::vector<OnnxValue> outs, Choose(inputs, batched, n, build, &c));
     {
       absl::MutexLock lock(&mu_);
-      choices_[key] = c;
+      Remember(key, c);
     }
     if (c.images >= n) return outs;
     known = c;

@@ -87,6 +87,10 @@ class BatchSplitter {
                                                 const std::vector<bool>& batched, int64_t n,
                                                 const Build& build, Choice* choice) const;
 
+  // Stores `c` as the choice for `key` (evicting one when kMaxChoices are
+  // kept); mu_ is held.
+  const Choice& Remember(const std::string& key, Choice c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const std::vector<std::string> inputs_;
   const std::vector<bool> dynamic_axis0_;
   const std::vector<std::string> outputs_;
@@ -94,6 +98,9 @@ class BatchSplitter {
   mutable absl::Mutex mu_;
   mutable std::map<std::string, Choice> choices_ ABSL_GUARDED_BY(mu_);
 };
+
+// Input signatures whose choice is kept (per model).
+inline constexpr size_t kMaxChoices = 256;
 
 // Most slices per batch: each is a graph to build.
 inline constexpr int64_t kMaxSlices = 64;

@@ -211,5 +211,33 @@ TEST(BatchSplitTest, SmallBatchesAndMismatchedInputsAreBuiltWhole) {
   EXPECT_FALSE(m->BatchChoice({x, three}).has_value());
 }
 
+// The choices are kept for at most kMaxChoices signatures: ever new batch
+// shapes do not grow them without bound, and an evicted one is made again.
+TEST(BatchSplitTest, ChoicesAreBounded) {
+  BatchSplitter splitter({"x"}, {true}, {"y"}, "");
+  int builds = 0;
+  auto build = [&](const std::vector<OnnxValue>& in, BatchTracker*) {
+    ++builds;
+    return absl::StatusOr<std::vector<OnnxValue>>(std::vector<OnnxValue>{in[0]});
+  };
+  auto input = [](int64_t n, int64_t w) {
+    return std::vector<OnnxValue>{OnnxValue::FromTensor(F(std::vector<float>(n * w, 1), {n, w}))};
+  };
+  for (int64_t w = 1; w <= static_cast<int64_t>(kMaxChoices) + 10; ++w) {
+    ASSERT_TRUE(splitter.Run(input(2, w), build).ok());
+    ASSERT_TRUE(splitter.ChoiceFor(input(2, w)).has_value());
+  }
+  EXPECT_EQ(builds, static_cast<int>(kMaxChoices) + 10);  // one build each: whole
+  int kept = 0;
+  for (int64_t w = 1; w <= static_cast<int64_t>(kMaxChoices) + 10; ++w)
+    kept += splitter.ChoiceFor(input(2, w)).has_value();
+  EXPECT_EQ(kept, static_cast<int>(kMaxChoices));
+  // No tracker verdict needed for a batch whose outputs are the inputs: a
+  // Build that observes nothing leaves "y" constant, so it is built whole.
+  const int64_t last = static_cast<int64_t>(kMaxChoices) + 10;
+  EXPECT_NE(splitter.ChoiceFor(input(2, last)).value_or(BatchSplitter::Choice{}).reason.find("'y'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln
