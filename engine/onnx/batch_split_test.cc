@@ -141,6 +141,13 @@ std::vector<Case> Cases() {
          b.Node("Add", {"r", "noise"}, {"y"});
        },
        false, "(RandomNormal) mixes the images"},
+      {"inference_dropout",  // training_mode false: the identity, per image
+       [](Builder& b) {
+         b.Init("ratio", HostTensor::FromDoubles({0.5}, {}, dtypes::kFloat32));
+         b.Init("train", HostTensor::FromInt64s({0}, {}, dtypes::kBool));
+         b.Node("Dropout", {"r", "ratio", "train"}, {"y"});
+       },
+       true, ""},
       {"output_not_per_image",  // the batch's shape, as floats
        [](Builder& b) {
          b.Node("Shape", {"r"}, {"s"});

@@ -205,6 +205,7 @@ absl::Status BatchTracker::Judge(const onnx::NodeProto& node,
                                                 "RandomUniformLike"};
   if (kRandom.count(node.op_type()))
     return absl::FailedPreconditionError("a random draw would be made once per slice");
+  // (A Dropout in training mode would too; kiln refuses to build one.)
   if (!any_batched) {
     *out = any_sized ? State::kSized : State::kConst;
     return absl::OkStatus();
