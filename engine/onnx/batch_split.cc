@@ -29,7 +29,7 @@ std::string Signature(const std::vector<OnnxValue>& inputs) {
 std::string BatchSplitter::OffReason(const Device& device) {
   if (!Env().batch_split) return "KILN_BATCH_SPLIT=0";
   if (device.renderer() != "c")
-    return absl::StrCat(device.name(), " runs each kernel across its cores: whole batches fill it");
+    return absl::StrCat(device.name(), " is not the CPU device: slices are measured on CPUs only");
   if (device.workers() > 1)
     return absl::StrCat("kernels run on ", device.workers(),
                         " threads: a slice's kernels would split too finely (measured slower)");
@@ -98,7 +98,7 @@ static std::vector<OnnxValue> SliceInputs(const std::vector<OnnxValue>& inputs,
 
 absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Choose(
     const std::vector<OnnxValue>& inputs, const std::vector<bool>& batched, int64_t n,
-    const Build& build, Choice* choice) const {
+    const Build& build, Choice* choice, std::vector<OnnxValue>* first) const {
   std::vector<std::string> names;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (batched[i]) names.push_back(inputs_[i]);
@@ -131,15 +131,16 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Choose(
     return outs;
   }
   BatchTracker slice(k, names);
-  absl::StatusOr<std::vector<OnnxValue>> first = build(SliceInputs(inputs, batched, 0, k), &slice);
-  s = first.ok() ? slice.Separable(outputs_) : first.status();
+  absl::StatusOr<std::vector<OnnxValue>> part = build(SliceInputs(inputs, batched, 0, k), &slice);
+  s = part.ok() ? slice.Separable(outputs_) : part.status();
   if (s.ok()) s = whole.SameImages(slice);
   if (!s.ok()) {
     choice->reason = absl::StrCat("a slice of ", k, " images builds otherwise: ", s.message());
     return outs;
   }
   choice->images = k;
-  return outs;  // the caller builds the slices (the first one again)
+  *first = std::move(*part);
+  return outs;
 }
 
 absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Run(const std::vector<OnnxValue>& inputs,
@@ -155,9 +156,10 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Run(const std::vector<Onnx
     if (it != choices_.end()) known = it->second;
     if (!known && !off_.empty()) known = Remember(key, Choice{n, n, 0, off_});
   }
+  std::vector<OnnxValue> first;  // slice 0 as Choose built it
   if (!known) {
     Choice c;
-    ASSIGN_OR_RETURN(std::vector<OnnxValue> outs, Choose(inputs, batched, n, build, &c));
+    ASSIGN_OR_RETURN(std::vector<OnnxValue> outs, Choose(inputs, batched, n, build, &c, &first));
     {
       absl::MutexLock lock(&mu_);
       Remember(key, c);
@@ -169,7 +171,12 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Run(const std::vector<Onnx
   const int64_t k = known->images;
   std::vector<std::vector<Tensor>> parts(outputs_.size());
   for (int64_t start = 0; start < n; start += k) {
-    ASSIGN_OR_RETURN(std::vector<OnnxValue> outs, build(SliceInputs(inputs, batched, start, k), nullptr));
+    std::vector<OnnxValue> outs;
+    if (start == 0 && !first.empty()) {
+      outs = std::move(first);
+    } else {
+      ASSIGN_OR_RETURN(outs, build(SliceInputs(inputs, batched, start, k), nullptr));
+    }
     if (outs.size() != outputs_.size())
       return absl::InternalError("a batch slice's graph gave another number of outputs");
     for (size_t o = 0; o < outs.size(); ++o) {

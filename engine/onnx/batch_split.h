@@ -83,9 +83,13 @@ class BatchSplitter {
   // The batch size n of `inputs` and which of them carry it; 0 when no
   // input with a dynamic axis 0 has n > 1 or they disagree.
   int64_t BatchOf(const std::vector<OnnxValue>& inputs, std::vector<bool>* batched) const;
+  // Decides for a batch of n (builds it whole with a tracker, then its
+  // first slice with another); returns the whole batch's outputs, and the
+  // first slice's in *first when slices were chosen.
   absl::StatusOr<std::vector<OnnxValue>> Choose(const std::vector<OnnxValue>& inputs,
                                                 const std::vector<bool>& batched, int64_t n,
-                                                const Build& build, Choice* choice) const;
+                                                const Build& build, Choice* choice,
+                                                std::vector<OnnxValue>* first) const;
 
   // Stores `c` as the choice for `key` (evicting one when kMaxChoices are
   // kept); mu_ is held.

@@ -230,7 +230,7 @@ absl::Status BatchTracker::Judge(const onnx::NodeProto& node,
         return false;
     return true;
   };
-  std::vector<int64_t> v;
+  std::vector<int64_t> ints;  // an attribute's or input's integers
   *out = State::kBatched;
   const int64_t r0 = ins.empty() || ins[0] == nullptr ? 0 : Rank(ins[0]);
   bool ok = false;
@@ -266,8 +266,8 @@ absl::Status BatchTracker::Judge(const onnx::NodeProto& node,
       if (node.op_type() == "Expand") ok &= !outs.empty() && outs[0] && Rank(outs[0]) == r0;
       break;
     case Rule::kTranspose: {
-      const Known perm = IntsOf(node, ins, "perm", kNoSlot, &v);
-      ok = batched(0) && ((perm == Known::kYes && !v.empty() && v[0] == 0) || r0 == 1);
+      const Known perm = IntsOf(node, ins, "perm", kNoSlot, &ints);
+      ok = batched(0) && ((perm == Known::kYes && !ints.empty() && ints[0] == 0) || r0 == 1);
       break;
     }
     case Rule::kAxis: {
@@ -279,27 +279,27 @@ absl::Status BatchTracker::Judge(const onnx::NodeProto& node,
       break;
     }
     case Rule::kReduce: {
-      const Known axes = IntsOf(node, ins, "axes", 1, &v);
+      const Known axes = IntsOf(node, ins, "axes", 1, &ints);
       const onnx::AttributeProto* noop = FindAttr(node, "noop_with_empty_axes");
       const bool identity = noop != nullptr && noop->i() != 0;
       // No axes: every axis (0 too), or none with noop_with_empty_axes.
       ok = batched(0) && rest_const(1) &&
-           (axes == Known::kAbsent || (axes == Known::kYes && v.empty())
+           (axes == Known::kAbsent || (axes == Known::kYes && ints.empty())
                 ? identity
-                : axes == Known::kYes && !HasZeroAxis(v, r0));
+                : axes == Known::kYes && !HasZeroAxis(ints, r0));
       break;
     }
     case Rule::kSlice: {
       // Without axes the starts name axes 0, 1, ...: refused.
-      ok = batched(0) && rest_const(1) && IntsOf(node, ins, "axes", 3, &v) == Known::kYes &&
-           !HasZeroAxis(v, r0);
+      ok = batched(0) && rest_const(1) && IntsOf(node, ins, "axes", 3, &ints) == Known::kYes &&
+           !HasZeroAxis(ints, r0);
       break;
     }
     case Rule::kPad: {
       std::vector<int64_t> pads;
       ok = batched(0) && rest_const(1) && IntsOf(node, ins, "pads", 1, &pads) == Known::kYes;
-      const Known axes = IntsOf(node, ins, "axes", 3, &v);
-      if (axes == Known::kYes) ok &= !HasZeroAxis(v, r0);  // pads name these axes
+      const Known axes = IntsOf(node, ins, "axes", 3, &ints);
+      if (axes == Known::kYes) ok &= !HasZeroAxis(ints, r0);  // pads name these axes
       else if (axes == Known::kUnknown) ok = false;
       else ok &= static_cast<int64_t>(pads.size()) == 2 * r0 && pads[0] == 0 && pads[r0] == 0;
       break;

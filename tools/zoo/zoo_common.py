@@ -197,6 +197,12 @@ def pick_rows(name, model, candidates, count, head=None):
     return good[:count]
 
 
+def batch_1_and_8(name, model, candidates, head=None):
+    """The inputs of the batch-1 and batch-8 cases: the first 9 candidate rows pick_rows keeps."""
+    rows = pick_rows(name, model, candidates, 9, head)
+    return {1: [candidates[rows[:1]]], 8: [candidates[rows[1:]]]}
+
+
 def to_numpy(outs):
     if isinstance(outs, torch.Tensor):
         outs = (outs,)

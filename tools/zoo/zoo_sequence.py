@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo_common import (MARGIN, audio_clips, calibrate_bn, check_finite, check_logits,
-                        classifier_batches, margins, pick_rows, redraw_zero_weights, require,
+from zoo_common import (MARGIN, audio_clips, batch_1_and_8, calibrate_bn, check_finite,
+                        check_logits, classifier_batches, margins, redraw_zero_weights, require,
                         seed_of, smooth_features, spec)
 
 # ---- text encoder (BERT style) ---------------------------------------------------------------
@@ -178,8 +178,7 @@ def gpt_candidates(n, seq, vocab=8000):
 
 def gpt_inputs(model):
     cand = gpt_candidates(16, GPT_SEQ)
-    rows = pick_rows("gpt_decoder", model, cand, 9)
-    return {1: [cand[rows[:1]]], 8: [cand[rows[1:]]]}
+    return batch_1_and_8("gpt_decoder", model, cand)
 
 
 def gpt_past_inputs(model):
@@ -284,8 +283,7 @@ def recurrent(name, ctor, steps, dim):
     def inputs(model):
         rng = np.random.default_rng(seed_of(name, "inputs"))
         cand = smooth_features(rng, 12, steps, dim)
-        rows = pick_rows(name, first(model), cand, 9, model.fc)
-        return {1: [cand[rows[:1]]], 8: [cand[rows[1:]]]}
+        return batch_1_and_8(name, first(model), cand, model.fc)
 
     def verify(model, inputs, outs):
         check_finite(name, outs)
@@ -377,8 +375,7 @@ def build_audio():
 def audio_inputs(model):
     rng = np.random.default_rng(seed_of("audio_cnn", "inputs"))
     cand = audio_clips(rng, 12, AUDIO_SAMPLES)
-    rows = pick_rows("audio_cnn", model, cand, 9, model.fc)
-    return {1: [cand[rows[:1]]], 8: [cand[rows[1:]]]}
+    return batch_1_and_8("audio_cnn", model, cand, model.fc)
 
 
 def audio_variant(model, opset):

@@ -9,8 +9,8 @@ from torchvision.models import detection as tvd
 from torchvision.models import segmentation as tvs
 from torchvision.models import video as tvv
 
-from zoo_common import (IMAGENET, calibrate_bn, check_logits, classifier_batches, last_linear,
-                        normalize, pick_rows, redraw_zero_weights, require, seed_of,
+from zoo_common import (IMAGENET, batch_1_and_8, calibrate_bn, check_logits, classifier_batches,
+                        last_linear, normalize, redraw_zero_weights, require, seed_of,
                         set_layer_scales, smooth_images, spec, to_numpy, video_clips)
 
 # ---- CNN classifiers and vision transformers -----------------------------------------------
@@ -30,8 +30,7 @@ def image_classifier(name, ctor, size=224, head=True, family="cnn", atol=1e-4, r
     def inputs(model):
         rng = np.random.default_rng(seed_of(name, "inputs"))
         cand = make(rng, 12)
-        rows = pick_rows(name, model, cand, 9, last_linear(model) if head else None)
-        return {1: [cand[rows[:1]]], 8: [cand[rows[1:]]]}
+        return batch_1_and_8(name, model, cand, last_linear(model) if head else None)
 
     def verify(model, inputs, outs):
         check_logits(name, outs[0], len(inputs[0]))
@@ -288,8 +287,7 @@ def video_classifier(name, ctor, frames=8, size=64):
     def inputs(model):
         rng = np.random.default_rng(seed_of(name, "inputs"))
         cand = make(rng, 12)
-        rows = pick_rows(name, model, cand, 9, last_linear(model))
-        return {1: [cand[rows[:1]]], 8: [cand[rows[1:]]]}
+        return batch_1_and_8(name, model, cand, last_linear(model))
 
     def verify(model, inputs, outs):
         check_logits(name, outs[0], len(inputs[0]))
