@@ -25,7 +25,7 @@ struct Fixture {
     spec.max_batch_size = max_batch;
     CompleteSpecFromModel(backend.signature(), &spec).IgnoreError();
     std::vector<std::unique_ptr<ModelRunner>> runners;
-    for (int i = 0; i < instances; ++i) runners.push_back(*backend.NewRunner(JitLimits{}));
+    for (int i = 0; i < instances; ++i) runners.push_back(*backend.NewRunner(RunnerOptions{}));
     Clock* c = o.clock ? static_cast<Clock*>(o.clock) : &clock;
     exec = std::make_unique<Executor>(&spec, std::move(runners), nullptr, &stats, c,
                                       Executor::Options{});

@@ -10,6 +10,7 @@
 #include "engine/onnx/tensor_proto.h"
 #include "engine/realize/engine.h"
 #include "engine/runtime/device.h"
+#include "engine/runtime/thread_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/registry.h"
@@ -138,6 +139,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(
   mo.jit.max_capture_bytes = options.jit_max_capture_bytes;
   mo.load_timeout = options.load_timeout;
   mo.default_max_batch = options.default_max_batch;
+  // The CPU device's pool has DefaultThreads(); a model of several instances
+  // shares them out (InstanceThreads).
+  if (im.engine) mo.cpu_threads = ThreadPool::DefaultThreads();
   mo.pad_to_captured = options.pad_to_captured;
   s->manager_ = std::make_unique<ModelManager>(mo, im.loader.get(), im.metrics.get(), &im.clock);
   InferenceCore::Options co;

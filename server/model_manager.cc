@@ -227,9 +227,11 @@ absl::StatusOr<std::shared_ptr<LoadedModel>> ModelManager::LoadVersion(const Mod
     RETURN_IF_ERROR(CompleteSpecFromModel(m->backend_->signature(), &m->spec_));
   }
   std::vector<std::unique_ptr<ModelRunner>> runners;
+  RunnerOptions ro;
+  ro.jit = options_.jit;
+  ro.threads = InstanceThreads(m->spec_, options_.cpu_threads);
   for (int i = 0; i < m->spec_.instance_count; ++i) {
-    ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> r,
-                     m->backend_->NewRunner(options_.jit));
+    ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> r, m->backend_->NewRunner(ro));
     runners.push_back(std::move(r));
   }
   if (metrics_) m->metrics_ = metrics_->ForModel(base.name, m->version_str_);

@@ -83,6 +83,10 @@ class ModelManager {
     std::vector<std::string> startup_models;  // kExplicit only
     std::string device = "CPU";               // KIND_AUTO / KIND_CPU -> CPU
     JitLimits jit;                            // per instance
+    // The CPU device's threads, shared out among a model's instances
+    // (InstanceThreads); 0: unknown, instances share the device's pool
+    // unless their config sets intra_op_thread_count.
+    int cpu_threads = 0;
     int64_t default_max_batch = 8;            // for derived configs
     bool pad_to_captured = true;
     // A load (file, graph, warm-up) still running after this long fails

@@ -221,5 +221,29 @@ TEST_F(ModelManagerTest, TimedLoadWithinTheTimeoutServes) {
   EXPECT_TRUE(manager_->Get("slow", "").ok());
 }
 
+// Each instance gets its share of the CPU threads (model_spec.h's
+// InstanceThreads), or the config's intra_op_thread_count.
+TEST(ModelManagerThreadsTest, InstancesGetTheirThreads) {
+  const std::string root = MakeRepo("InstancesGetTheirThreads");
+  std::ofstream(root + "/fast/config.pbtxt")
+      << "max_batch_size: 8\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n";
+  std::ofstream(root + "/other/config.pbtxt")
+      << "max_batch_size: 8\ninstance_group [ { count: 3 } ]\n"
+      << R"(parameters { key: "intra_op_thread_count" value { string_value: "5" } })";
+  auto log = std::make_shared<testing::FakeLog>();
+  testing::FakeLoader loader(log);
+  RealClock clock;
+  ModelManager::Options o;
+  o.repository = root;
+  o.mode = ControlMode::kExplicit;
+  o.cpu_threads = 4;
+  ModelManager manager(o, &loader, nullptr, &clock);
+  ASSERT_TRUE(manager.Start().ok());
+  ASSERT_TRUE(manager.Load("fast").ok());
+  ASSERT_TRUE(manager.Load("other").ok());
+  absl::MutexLock lock(&log->mu);
+  EXPECT_EQ(log->runner_threads, (std::vector<int>{2, 2, 5, 5, 5}));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status.h"
 #include "google/protobuf/descriptor.h"
@@ -15,6 +16,9 @@ namespace {
 
 constexpr int64_t kMaxBatchLimit = 1 << 16;
 constexpr int kMaxInstances = 64;  // per model, all instance groups together
+constexpr int kMaxThreads = 256;   // per instance
+constexpr int kMaxModelThreads = 1024;  // per model, all instances together
+constexpr char kThreadsKey[] = "intra_op_thread_count";
 
 // Collects TextFormat errors; rewrites "no field named" into an error that
 // says kiln does not support the field and lists what it does support.
@@ -240,6 +244,30 @@ absl::Status CheckWarmups(ModelSpec* spec) {
   return absl::OkStatus();
 }
 
+// The backend parameters kiln reads: "intra_op_thread_count", an integer
+// in [0, kMaxThreads] (0: not set), as in Triton's onnxruntime backend.
+// Others are refused by name, so a misspelt key is not silently ignored.
+absl::Status ParametersFromConfig(const inference::ModelConfig& c, const std::string& dir_name,
+                                  ModelSpec* s) {
+  for (const auto& [key, value] : c.parameters()) {
+    if (key != kThreadsKey)
+      return Invalid(dir_name, absl::StrCat("parameters key '", key,
+                                            "' is not supported (kiln reads: ", kThreadsKey,
+                                            ")"));
+    const std::string& v = value.string_value();
+    int64_t n = -1;
+    if (!absl::SimpleAtoi(v, &n) || n < 0 || n > kMaxThreads)
+      return Invalid(dir_name, absl::StrCat(kThreadsKey, " '", v, "' is not an integer in [0, ",
+                                            kMaxThreads, "]"));
+    if (n * s->instance_count > kMaxModelThreads)
+      return Invalid(dir_name, absl::StrCat(kThreadsKey, " ", n, " x ", s->instance_count,
+                                            " instances is more than ", kMaxModelThreads,
+                                            " threads"));
+    s->threads = static_cast<int>(n);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<int64_t> VersionPolicy::Select(const std::vector<int64_t>& available) const {
@@ -351,6 +379,7 @@ absl::StatusOr<ModelSpec> ModelSpecFromConfig(const inference::ModelConfig& c,
   }
   s.instance_count = count == 0 ? 1 : count;
   s.device = device;
+  RETURN_IF_ERROR(ParametersFromConfig(c, dir_name, &s));
   if (c.has_dynamic_batching()) RETURN_IF_ERROR(BatchingFromConfig(c.dynamic_batching(), &s));
   // Versions.
   if (c.version_policy().has_all()) {
@@ -474,6 +503,12 @@ std::optional<int64_t> CheckedNumel(const std::vector<int64_t>& dims) {
     n *= d;
   }
   return n;
+}
+
+int InstanceThreads(const ModelSpec& spec, int cores) {
+  if (spec.threads > 0) return spec.threads;
+  if (spec.instance_count <= 1) return 0;
+  return std::max(1, cores / spec.instance_count);
 }
 
 }  // namespace kiln

@@ -80,6 +80,9 @@ struct ModelSpec {
   std::vector<TensorSpec> inputs, outputs;
   BatchingSpec batching;
   int instance_count = 1;
+  // CPU threads of each instance (parameters "intra_op_thread_count");
+  // 0: not set (InstanceThreads decides).
+  int threads = 0;
   std::string device;          // "" = the server's --device
   std::string model_filename = "model.onnx";
   VersionPolicy version_policy;
@@ -120,6 +123,14 @@ absl::Status CompleteSpecFromModel(const ModelSignature& sig, ModelSpec* spec);
 // batching on) when every input and output has a variable first dim.
 absl::StatusOr<ModelSpec> DeriveModelSpec(const ModelSignature& sig, const std::string& name,
                                           int64_t default_max_batch);
+
+// The CPU threads each of `spec`'s instances runs its kernels on, on a
+// machine whose CPU device has `cores` threads: the config's
+// intra_op_thread_count when set; else, with several instances, an equal
+// share of the cores each (at least 1), since instances sharing one pool
+// served MobileNetV2 at 0.7x the rate of one thread each (BENCHMARKS.md);
+// else 0, the device's own pool.
+int InstanceThreads(const ModelSpec& spec, int cores);
 
 // Triton DataType <-> kiln DType. TYPE_STRING and TYPE_INVALID have no DType.
 std::optional<DType> DTypeFromConfig(inference::DataType t);

@@ -1,6 +1,7 @@
 #include "server/model_spec.h"
 
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -53,6 +54,50 @@ TEST(ModelSpecTest, ParsesTritonConfig) {
   EXPECT_EQ(s->instance_count, 2);
   EXPECT_EQ(s->device, "CPU");
   EXPECT_EQ(s->version_policy.Select({1, 3, 2}), std::vector<int64_t>({2, 3}));
+}
+
+// parameters { key: "intra_op_thread_count" } sets each instance's CPU
+// threads, as in Triton's onnxruntime backend; without it several instances
+// share the cores out equally. Other keys and bad values are refused.
+TEST(ModelSpecTest, InstanceThreads) {
+  auto spec = [](const std::string& text) {
+    auto c = ParseModelConfigText(text, "m/config.pbtxt");
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? ModelSpecFromConfig(*c, "m") : absl::StatusOr<ModelSpec>(c.status());
+  };
+  const std::string two = "instance_group [ { count: 2 kind: KIND_CPU } ]\n";
+  auto set = spec(two + R"(parameters { key: "intra_op_thread_count" value { string_value: "3" } })");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->threads, 3);
+  EXPECT_EQ(InstanceThreads(*set, 16), 3);
+  auto shared = spec(two);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(shared->threads, 0);
+  EXPECT_EQ(InstanceThreads(*shared, 16), 8);
+  EXPECT_EQ(InstanceThreads(*shared, 2), 1);
+  EXPECT_EQ(InstanceThreads(*shared, 1), 1);
+  EXPECT_EQ(InstanceThreads(*shared, 0), 1);
+  auto single = spec("max_batch_size: 4\n");
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(InstanceThreads(*single, 16), 0);  // one instance: the device's pool
+  auto zero = spec(R"(parameters { key: "intra_op_thread_count" value { string_value: "0" } })");
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_EQ(InstanceThreads(*zero, 16), 0);
+
+  for (const char* bad : {"-1", "x", "", "257", "1.5", "99999999999999999999"}) {
+    auto s = spec(absl::StrCat(R"(parameters { key: "intra_op_thread_count" value { string_value: ")",
+                               bad, R"(" } })"));
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_THAT(s.status().message(), HasSubstr("is not an integer in [0, 256]")) << bad;
+  }
+  auto many = spec("instance_group [ { count: 8 } ]\n" +
+                   std::string(R"(parameters { key: "intra_op_thread_count" value { string_value: "200" } })"));
+  ASSERT_FALSE(many.ok());
+  EXPECT_THAT(many.status().message(), HasSubstr("more than 1024 threads"));
+  auto typo = spec(R"(parameters { key: "intra_op_threads" value { string_value: "1" } })");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_THAT(typo.status().message(), HasSubstr("'intra_op_threads' is not supported"));
+  EXPECT_THAT(typo.status().message(), HasSubstr("intra_op_thread_count"));
 }
 
 TEST(ModelSpecTest, UnsupportedFieldIsAClearError) {

@@ -8,6 +8,7 @@
 #include "engine/base/status.h"
 #include "engine/jit/jit.h"
 #include "engine/onnx/model.h"
+#include "engine/runtime/thread_pool.h"
 #include "engine/tensor/tensor.h"
 
 namespace kiln {
@@ -48,9 +49,13 @@ Jit::Options JitOptions(const JitLimits& limits) {
 
 class OnnxRunner : public ModelRunner {
  public:
-  OnnxRunner(std::shared_ptr<const OnnxModel> model, Engine* engine, const JitLimits& limits)
+  // `pool`: the threads this instance's CPU kernels run on (null: the
+  // device's).
+  OnnxRunner(std::shared_ptr<const OnnxModel> model, Engine* engine, const JitLimits& limits,
+             std::unique_ptr<ThreadPool> pool)
       : model_(std::move(model)),
         engine_(engine),
+        pool_(std::move(pool)),
         jit_(
             [m = model_.get()](const std::vector<Tensor>& in) { return m->Run(in); },
             JitOptions(limits)) {}
@@ -69,6 +74,7 @@ class OnnxRunner : public ModelRunner {
     stats->input_ns = NsSince(t0);
 
     absl::Time t1 = absl::Now();
+    ThreadPool::Scope threads(pool_.get());
     ASSIGN_OR_RETURN(Jit::Result r, jit_.Call(tensors));
     switch (r.path) {
       case Jit::Path::kPlain: stats->path = RunStats::Path::kPlain; break;
@@ -109,6 +115,7 @@ class OnnxRunner : public ModelRunner {
  private:
   std::shared_ptr<const OnnxModel> model_;
   Engine* const engine_;
+  const std::unique_ptr<ThreadPool> pool_;  // may be null
   Jit jit_;
 };
 
@@ -117,8 +124,13 @@ class OnnxBackend : public ModelBackend {
   OnnxBackend(std::shared_ptr<const OnnxModel> model, Engine* engine, ModelSignature sig)
       : model_(std::move(model)), engine_(engine), sig_(std::move(sig)) {}
   const ModelSignature& signature() const override { return sig_; }
-  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const JitLimits& limits) override {
-    return std::unique_ptr<ModelRunner>(new OnnxRunner(model_, engine_, limits));
+  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const RunnerOptions& options) override {
+    std::unique_ptr<ThreadPool> pool;
+    absl::StatusOr<Device*> dev = engine_->GetDevice(model_->device());
+    if (options.threads > 0 && dev.ok() && (*dev)->renderer() == "c")
+      pool = std::make_unique<ThreadPool>(options.threads);
+    return std::unique_ptr<ModelRunner>(
+        new OnnxRunner(model_, engine_, options.jit, std::move(pool)));
   }
 
  private:

@@ -72,17 +72,34 @@ TEST(OnnxRunnerTest, JitLimitsBoundTheCapturesByBytes) {
   auto backend = loader.Load(WriteSoftmaxModel(), "CPU");
   ASSERT_TRUE(backend.ok()) << backend.status();
   using P = RunStats::Path;
-  auto roomy = (*backend)->NewRunner(JitLimits{});
+  auto roomy = (*backend)->NewRunner(RunnerOptions{});
   ASSERT_TRUE(roomy.ok());
   EXPECT_EQ(RunThrice(roomy->get(), 512), (std::vector<P>{P::kPlain, P::kCapture, P::kReplay}));
 
-  JitLimits tight;
-  tight.max_capture_bytes = 1;
+  RunnerOptions tight;
+  tight.jit.max_capture_bytes = 1;
   auto bounded = (*backend)->NewRunner(tight);
   ASSERT_TRUE(bounded.ok());
   // Recorded once, found too big (not kept), and run plainly from then on.
   EXPECT_EQ(RunThrice(bounded->get(), 512), (std::vector<P>{P::kPlain, P::kPlain, P::kPlain}));
   EXPECT_FALSE((*bounded)->HasCapture({dtypes::kFloat32}, {{512, 64}}));
+}
+
+// A runner with threads of its own (kilnd's share of the cores per
+// instance) plans, captures and replays as one on the device's pool.
+TEST(OnnxRunnerTest, RunnerWithItsOwnThreads) {
+  OnnxLoader loader(TestEngine());
+  auto backend = loader.Load(WriteSoftmaxModel(), "CPU");
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  using P = RunStats::Path;
+  for (int threads : {1, 3}) {
+    RunnerOptions o;
+    o.threads = threads;
+    auto runner = (*backend)->NewRunner(o);
+    ASSERT_TRUE(runner.ok());
+    EXPECT_EQ(RunThrice(runner->get(), 512), (std::vector<P>{P::kPlain, P::kCapture, P::kReplay}))
+        << threads;
+  }
 }
 
 }  // namespace

@@ -57,12 +57,22 @@ struct JitLimits {
   size_t max_capture_bytes = size_t{1} << 30;
 };
 
+// One executor instance's options.
+struct RunnerOptions {
+  JitLimits jit;
+  // CPU threads its kernels run on, in a pool of its own (InstanceThreads in
+  // model_spec.h); 0: the device's pool, shared by every instance. Other
+  // devices than the CPU ignore it.
+  int threads = 0;
+};
+
 class ModelBackend {
  public:
   virtual ~ModelBackend() = default;
   virtual const ModelSignature& signature() const = 0;
-  // A new executor instance whose JIT keeps captures within `limits`.
-  virtual absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const JitLimits& limits) = 0;
+  // A new executor instance (its JIT, its threads).
+  virtual absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(
+      const RunnerOptions& options) = 0;
 };
 
 class BackendLoader {

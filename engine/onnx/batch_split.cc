@@ -75,6 +75,11 @@ const BatchSplitter::Choice& BatchSplitter::Remember(const std::string& key, Cho
 
 std::optional<BatchSplitter::Choice> BatchSplitter::ChoiceFor(
     const std::vector<OnnxValue>& inputs) const {
+  std::vector<bool> batched;
+  const int64_t n = BatchOf(inputs, &batched);
+  if (n == 0) return std::nullopt;
+  std::string off = off_();
+  if (!off.empty()) return Choice{n, n, 0, std::move(off)};
   absl::MutexLock lock(&mu_);
   auto it = choices_.find(Signature(inputs));
   if (it == choices_.end()) return std::nullopt;
@@ -148,13 +153,13 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Run(const std::vector<Onnx
   std::vector<bool> batched;
   const int64_t n = BatchOf(inputs, &batched);
   if (n == 0) return build(inputs, nullptr);
+  if (!off_().empty()) return build(inputs, nullptr);
   const std::string key = Signature(inputs);
   std::optional<Choice> known;
   {
     absl::MutexLock lock(&mu_);
     auto it = choices_.find(key);
     if (it != choices_.end()) known = it->second;
-    if (!known && !off_.empty()) known = Remember(key, Choice{n, n, 0, off_});
   }
   std::vector<OnnxValue> first;  // slice 0 as Choose built it
   if (!known) {

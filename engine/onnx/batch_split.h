@@ -59,12 +59,16 @@ class BatchSplitter {
     std::string reason;  // why not, when not split
   };
 
+  // Says why batches are built whole for the calling thread ("" when slices
+  // may be used); asked on every batch, since a thread's ThreadPool::Scope
+  // may give it another number of cores than the next caller's.
+  using Off = std::function<std::string()>;
+
   // The graph's input names and, per input, whether its declared axis 0
-  // is dynamic (a batch may come there); the graph's output names. `off`,
-  // when not empty, says why batches are always built whole here (the
-  // device's kernels run on several threads; KILN_BATCH_SPLIT=0).
+  // is dynamic (a batch may come there); the graph's output names; `off`
+  // (e.g. OffReason of the model's device).
   BatchSplitter(std::vector<std::string> inputs, std::vector<bool> dynamic_axis0,
-                std::vector<std::string> outputs, std::string off)
+                std::vector<std::string> outputs, Off off)
       : inputs_(std::move(inputs)),
         dynamic_axis0_(std::move(dynamic_axis0)),
         outputs_(std::move(outputs)),
@@ -76,7 +80,8 @@ class BatchSplitter {
 
   absl::StatusOr<std::vector<OnnxValue>> Run(const std::vector<OnnxValue>& inputs,
                                              const Build& build) const;
-  // The choice made for the signature of `inputs`, if any was.
+  // The choice for the signature of `inputs`, if one was made (or, when
+  // batches are built whole for this thread, that and why).
   std::optional<Choice> ChoiceFor(const std::vector<OnnxValue>& inputs) const;
 
  private:
@@ -98,7 +103,7 @@ class BatchSplitter {
   const std::vector<std::string> inputs_;
   const std::vector<bool> dynamic_axis0_;
   const std::vector<std::string> outputs_;
-  const std::string off_;
+  const Off off_;
   mutable absl::Mutex mu_;
   mutable std::map<std::string, Choice> choices_ ABSL_GUARDED_BY(mu_);
 };

@@ -5,6 +5,7 @@
 #include "engine/onnx/test_builder.h"
 #include "engine/runtime/cpu_device.h"
 #include "engine/runtime/interpreter.h"
+#include "engine/runtime/thread_pool.h"
 
 namespace kiln {
 namespace {
@@ -39,6 +40,15 @@ TEST(BatchSplitTest, SlicesOnOneCpuCoreOnly) {
             std::string::npos);
   EXPECT_NE(BatchSplitter::OffReason(InterpreterDevice()).find("INTERP is not the CPU device"),
             std::string::npos);
+  // A thread whose launches run on a pool of one thread (a kilnd instance's
+  // share of the cores) slices, whatever the device's own pool.
+  CpuDevice shared(two);
+  ThreadPool mine(1);
+  {
+    ThreadPool::Scope scope(&mine);
+    EXPECT_EQ(BatchSplitter::OffReason(shared), "");
+  }
+  EXPECT_NE(BatchSplitter::OffReason(shared), "");
 }
 
 // Images of C x 128 x 128 floats: C = 16 is 1 MiB per image after the first
@@ -221,7 +231,7 @@ TEST(BatchSplitTest, SmallBatchesAndMismatchedInputsAreBuiltWhole) {
 // The choices are kept for at most kMaxChoices signatures: ever new batch
 // shapes do not grow them without bound, and an evicted one is made again.
 TEST(BatchSplitTest, ChoicesAreBounded) {
-  BatchSplitter splitter({"x"}, {true}, {"y"}, "");
+  BatchSplitter splitter({"x"}, {true}, {"y"}, [] { return std::string(); });
   int builds = 0;
   auto build = [&](const std::vector<OnnxValue>& in, BatchTracker*) {
     ++builds;

@@ -227,7 +227,8 @@ class CpuProgram : public Program {
       fn_(b, v, 0, n);
     } else {
       KernelFn fn = fn_;
-      pool_->ParallelFor(n, [fn, b, v](int64_t begin, int64_t end) { fn(b, v, begin, end); });
+      ThreadPool* scoped = ThreadPool::Scoped();
+      (scoped != nullptr ? scoped : pool_)->ParallelFor(n, [fn, b, v](int64_t begin, int64_t end) { fn(b, v, begin, end); });
     }
     if (seconds != nullptr) *seconds = Seconds(start);
     return absl::OkStatus();

@@ -96,7 +96,8 @@ class ClangCompiler : public Compiler {
 
 // The CPU device. Programs it loads and buffers allocated from it must not
 // outlive it. Launches run synchronously on the calling thread plus the
-// device's thread pool; Launch always waits. Thread-safe.
+// device's thread pool (or the ThreadPool::Scope's pool of the calling
+// thread, when it has one); Launch always waits. Thread-safe.
 class CpuDevice : public Device {
  public:
   struct Options {
@@ -121,7 +122,12 @@ class CpuDevice : public Device {
   // `binary` is a .so path from compiler(); `function` the kernel symbol.
   absl::StatusOr<std::unique_ptr<Program>> LoadProgram(const std::string& function,
                                                        const std::string& binary) override;
-  int workers() const override { return pool_.num_threads(); }
+  // The threads a launch from the calling thread runs on (its scoped pool's,
+  // else the device pool's).
+  int workers() const override {
+    const ThreadPool* scoped = ThreadPool::Scoped();
+    return (scoped != nullptr ? scoped : &pool_)->num_threads();
+  }
   ThreadPool& pool() { return pool_; }
   // Kernel libraries loaded now (each stays loaded while a program from it
   // lives).

@@ -1,4 +1,5 @@
 #include "engine/runtime/cpu_device.h"
+#include "engine/runtime/thread_pool.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,6 +129,51 @@ TEST(CpuDeviceTest, KernelWithVars) {
   dims.global[0] = 100;
   ASSERT_TRUE(prog->Launch({c.data(), a.data()}, {3, -4, 90}, dims, true, nullptr).ok());
   for (int i = 0; i < 100; ++i) ASSERT_EQ(c[i], i < 90 ? 3 * i - 4 : 7) << i;
+}
+
+// out[start] = the length of the chunk starting there.
+const char* kChunksSource = R"(
+void chunks(void** bufs, const long long* vars, long long start, long long end) {
+  ((long long*)bufs[0])[start] = end - start;
+}
+)";
+
+// A launch from a thread with a ThreadPool::Scope runs on the scope's pool
+// (kilnd's per-instance threads), and workers() says so; the device's own
+// pool again once the scope ends.
+TEST(CpuDeviceTest, ScopedPoolRunsTheLaunches) {
+  CpuDevice dev(TestOptions(2));
+  absl::StatusOr<std::string> so = dev.compiler().Compile(kChunksSource);
+  ASSERT_TRUE(so.ok()) << so.status();
+  std::unique_ptr<Program> prog = std::move(dev.LoadProgram("chunks", *so)).value();
+  LaunchDims dims;
+  dims.global[0] = 100;
+  auto chunk_lengths = [&]() {
+    std::vector<long long> out(100, 0);
+    EXPECT_TRUE(prog->Launch({out.data()}, {}, dims, true, nullptr).ok());
+    std::vector<long long> lengths;
+    for (long long v : out)
+      if (v != 0) lengths.push_back(v);
+    return lengths;
+  };
+  EXPECT_EQ(dev.workers(), 2);
+  EXPECT_EQ(chunk_lengths(), (std::vector<long long>{50, 50}));
+  ThreadPool one(1), three(3);
+  {
+    ThreadPool::Scope scope(&one);
+    EXPECT_EQ(dev.workers(), 1);
+    EXPECT_EQ(chunk_lengths(), (std::vector<long long>{100}));
+    {
+      ThreadPool::Scope inner(&three);
+      EXPECT_EQ(dev.workers(), 3);
+      EXPECT_EQ(chunk_lengths(), (std::vector<long long>{34, 33, 33}));
+    }
+    EXPECT_EQ(dev.workers(), 1);
+    ThreadPool::Scope none(nullptr);  // the device's own pool
+    EXPECT_EQ(dev.workers(), 2);
+  }
+  EXPECT_EQ(dev.workers(), 2);
+  EXPECT_EQ(chunk_lengths(), (std::vector<long long>{50, 50}));
 }
 
 TEST(CpuDeviceTest, DiskCacheHitAcrossDevices) {

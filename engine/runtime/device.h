@@ -216,7 +216,8 @@ class Device {
                                                                const std::string& binary) = 0;
   // Waits for all queued work.
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
-  // Number of parallel workers (CPU threads); 1 for others.
+  // Number of parallel workers (CPU threads) a launch from the calling thread
+  // runs on; 1 for others.
   virtual int workers() const { return 1; }
   // CUDA: the card's compute capability (90 for sm_90); 0 for others.
   virtual int compute_capability() const { return 0; }

@@ -22,7 +22,13 @@ inline int64_t NowNs() {
       .count();
 }
 
+thread_local ThreadPool* scoped_pool = nullptr;
+
 }  // namespace
+
+ThreadPool::Scope::Scope(ThreadPool* pool) : previous_(scoped_pool) { scoped_pool = pool; }
+ThreadPool::Scope::~Scope() { scoped_pool = previous_; }
+ThreadPool* ThreadPool::Scoped() { return scoped_pool; }
 
 int ThreadPool::DefaultThreads() {
   if (Env().threads > 0) return Env().threads;

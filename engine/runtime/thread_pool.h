@@ -15,6 +15,12 @@
 // busy (another thread's loop, or a nested call from inside a chunk) runs its
 // whole range inline on the calling thread instead of waiting, so concurrent
 // and nested calls never deadlock. The function must not throw.
+//
+// ThreadPool::Scope names, for the thread that creates it and while it
+// lives, the pool that CPU kernels launched from that thread run on instead
+// of their device's (kilnd gives each model instance its own pool: its share
+// of the cores). This is thread-local state, like the JIT's CaptureScope;
+// scopes nest, and the innermost wins.
 #ifndef KILN_ENGINE_RUNTIME_THREAD_POOL_H_
 #define KILN_ENGINE_RUNTIME_THREAD_POOL_H_
 
@@ -43,6 +49,21 @@ class ThreadPool {
   static int DefaultThreads();
 
   int num_threads() const { return num_threads_; }
+
+  // While alive, Scoped() on this thread returns `pool` (nullptr: no pool,
+  // the device's own). Create and destroy on the same thread.
+  class Scope {
+   public:
+    explicit Scope(ThreadPool* pool);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    ThreadPool* const previous_;
+  };
+  // The pool of this thread's innermost Scope, or nullptr.
+  static ThreadPool* Scoped();
 
   // Splits [0, n) into at most num_threads() contiguous chunks of nearly
   // equal size and calls fn(begin, end) once per chunk, in parallel; returns

@@ -30,6 +30,7 @@ struct FakeLog {
   std::atomic<int> max_running{0};
   // Runners report no captures (as a JIT that dropped or never kept them).
   std::atomic<bool> no_captures{false};
+  std::vector<int> runner_threads ABSL_GUARDED_BY(mu);  // RunnerOptions::threads, per NewRunner
 };
 
 struct FakeOptions {
@@ -123,8 +124,12 @@ class FakeBackend : public ModelBackend {
     sig_.outputs = {{"OUT0", dtypes::kFloat32, dims}, {"OUT1", dtypes::kFloat32, dims}};
   }
   const ModelSignature& signature() const override { return sig_; }
-  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const JitLimits& limits) override {
-    return std::unique_ptr<ModelRunner>(new FakeRunner(o_, limits.max_captures, log_));
+  absl::StatusOr<std::unique_ptr<ModelRunner>> NewRunner(const RunnerOptions& options) override {
+    {
+      absl::MutexLock lock(&log_->mu);
+      log_->runner_threads.push_back(options.threads);
+    }
+    return std::unique_ptr<ModelRunner>(new FakeRunner(o_, options.jit.max_captures, log_));
   }
 
  private:

@@ -123,7 +123,7 @@ void LoadAsKilnd(const uint8_t* data, size_t size) {
   static const ModelSpec* simple = new ModelSpec(SpecFromText(kSimpleConfig));
   ModelSpec configured = *simple;
   (void)CompleteSpecFromModel(sig, &configured);
-  auto runner = (*backend)->NewRunner(JitLimits{});
+  auto runner = (*backend)->NewRunner(RunnerOptions{});
   FUZZ_CHECK(runner.ok());
 }
 
