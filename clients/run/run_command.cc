@@ -286,8 +286,9 @@ int RunChecked(int argc, char** argv) {
   for (size_t i = 0; i < outs.size(); ++i) PrintStats((*model)->outputs()[i].name, outs[i]);
   if (std::optional<BatchSplitter::Choice> c = m->BatchChoice(*inputs)) {
     if (c->images < c->batch)
-      std::printf("batch: %lld images, built in slices of %lld (largest intermediate %.2f MB per image)\n",
+      std::printf("batch: %lld images, built in slices of %lld%s (largest intermediate %.2f MB per image)\n",
                   static_cast<long long>(c->batch), static_cast<long long>(c->images),
+                  c->groups > 1 ? absl::StrCat(" in ", c->groups, " groups").c_str() : "",
                   c->image_bytes * 1e-6);
     else
       std::printf("batch: %lld images, built whole: %s\n", static_cast<long long>(c->batch),

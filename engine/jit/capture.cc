@@ -250,6 +250,22 @@ absl::Status CaptureTree::Add(Recording rec, const std::vector<BufferRef>& in_bu
   return absl::OkStatus();
 }
 
+// The node's parallel plan for the device's workers now (null with one
+// worker), made when first needed or when the worker count changed.
+static ParallelPlan* PlanFor(Node* n, Device* dev) {
+  const int workers = dev->workers();
+  if (workers < 2) return nullptr;
+  if (!n->plan || n->plan->workers() != workers) {
+    n->plan = std::make_unique<ParallelPlan>(*n, workers);
+    if (n->plan->parallel() && Env().debug >= 1)
+      std::fprintf(stderr,
+                   "jit: %zu kernels replay side by side on %d threads (longest chain %.0f%% of "
+                   "the work)\n",
+                   n->items.size(), workers, 100 * n->plan->critical_share());
+  }
+  return n->plan.get();
+}
+
 absl::StatusOr<CaptureTree::Replayed> CaptureTree::Replay(const std::vector<Tensor>& inputs,
                                                           const std::vector<BufferRef>& in_bufs) {
   ASSIGN_OR_RETURN(Device * dev, engine_->GetDevice(device_));
@@ -281,6 +297,9 @@ absl::StatusOr<CaptureTree::Replayed> CaptureTree::Replay(const std::vector<Tens
       double t = 0;
       RETURN_IF_ERROR(n->graph->Run(debug, debug ? &t : nullptr));
       if (debug) std::fprintf(stderr, "jit graph of %zu kernels: %9.2f us\n", n->items.size(), t * 1e6);
+    } else if (ParallelPlan* plan = PlanFor(n, dev); plan != nullptr && plan->parallel()) {
+      RETURN_IF_ERROR(plan->Run(dev, *n, debug));
+      out.parallel = true;
     } else {
       for (size_t k = 0; k < n->items.size(); ++k) {
         const ExecItem& e = n->items[k];

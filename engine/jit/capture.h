@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/jit/parallel.h"
 #include "engine/realize/engine.h"
 #include "engine/tensor/tensor.h"
 
@@ -66,6 +67,9 @@ struct Node {
   // CUDA graphs etc. for a tree that is a single leaf.
   std::unique_ptr<GraphExecutor> graph;
   std::vector<std::vector<void*>> graph_ptrs;
+  // Whether the items run side by side (parallel.h), for the device's
+  // worker count it was made for; made at the first replay.
+  std::unique_ptr<ParallelPlan> plan;
 };
 
 // What one call ran, as recorded (before it joins a tree).
@@ -96,6 +100,7 @@ class CaptureTree {
 
   struct Replayed {
     bool hit = false;  // false: a read found no branch (outputs empty)
+    bool parallel = false;  // some segment's kernels ran side by side
     std::vector<Tensor> outputs;
     size_t kernels = 0;
     double flops = 0, bytes = 0;

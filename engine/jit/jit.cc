@@ -127,6 +127,7 @@ absl::StatusOr<Jit::Result> Jit::Call(const std::vector<Tensor>& inputs) {
     if (rp.hit) {
       e.hits++;
       stats_.replays++;
+      if (rp.parallel) stats_.parallel_replays++;
       e.kernels = rp.kernels;
       e.flops = rp.flops;
       e.bytes = rp.bytes;

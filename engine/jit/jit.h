@@ -19,7 +19,12 @@
 // signature whose replays mostly miss (data-dependent reads that differ on
 // every input) stops trying and runs plainly.
 // On devices with a GraphExecutor (CUDA) a capture without reads replays as
-// one graph launch, patching only the launches whose arguments changed.
+// one graph launch, patching only the launches whose arguments changed. On
+// a CPU of several threads, a segment whose kernels form independent chains
+// of about equal work (a batch built in groups of slices, a bidirectional
+// RNN's two directions) replays them side by side, each kernel on one
+// thread (engine/jit/parallel.h); any other runs in order, each kernel
+// across all threads.
 // Several signatures are kept side by side (LRU), bounded by their count
 // (Options::max_captures) and by the device bytes their captures keep alive
 // (Options::max_capture_bytes: intermediates and outputs). A new capture
@@ -81,6 +86,7 @@ class Jit {
     uint64_t calls = 0;
     uint64_t captures = 0;  // paths recorded (incl. evicted)
     uint64_t replays = 0;   // full replays
+    uint64_t parallel_replays = 0;  // of them, with kernels side by side (below)
     uint64_t misses = 0;    // replays stopped at a read no path had
     uint64_t plain_runs = 0;
     uint64_t evictions = 0;  // captures dropped for the count or byte bound

@@ -8,8 +8,11 @@
 // stays in the caches (its 3x3 stride-2 depthwise layer: 3.7 ms for the
 // batch, 8 x 0.22 ms one image at a time). Slices cost a second read of
 // every weight per slice, more kernel launches, and smaller kernels to split
-// across threads; they are used on one core only (at 2 threads every zoo
-// model measured 5-20% slower in slices of 1, 2 or 4 images).
+// across threads. On a CPU of W threads the slices are built in W groups of
+// consecutive images, each realized before the next is built, so that a JIT
+// replay runs the groups side by side, each kernel on one thread
+// (engine/jit/parallel.h): at 2 threads every zoo model measured 5-20%
+// slower in slices whose kernels each split across both threads.
 #ifndef KILN_ENGINE_ONNX_BATCH_SPLIT_H_
 #define KILN_ENGINE_ONNX_BATCH_SPLIT_H_
 
@@ -57,26 +60,35 @@ class BatchSplitter {
     int64_t images = 0;  // per slice; == batch: not split
     double image_bytes = 0;  // the largest intermediate, per image (0: not measured)
     std::string reason;  // why not, when not split
+    int groups = 1;      // slices built in this many groups (see Policy)
   };
 
-  // Says why batches are built whole for the calling thread ("" when slices
-  // may be used); asked on every batch, since a thread's ThreadPool::Scope
-  // may give it another number of cores than the next caller's.
-  using Off = std::function<std::string()>;
+  // How the calling thread's batches are built: `off` says why not in
+  // slices ("" when they may be); `groups` > 1 builds the slices in that
+  // many groups of consecutive images, each realized before the next is
+  // built (its own buffers: a chain of kernels a replay may run beside the
+  // others).
+  struct Policy {
+    std::string off;
+    int groups = 1;
+  };
+  // Asked on every batch, since a thread's ThreadPool::Scope may give it
+  // another number of cores than the next caller's.
+  using PolicyFn = std::function<Policy()>;
 
   // The graph's input names and, per input, whether its declared axis 0
-  // is dynamic (a batch may come there); the graph's output names; `off`
-  // (e.g. OffReason of the model's device).
+  // is dynamic (a batch may come there); the graph's output names; the
+  // policy (e.g. PolicyFor the model's device).
   BatchSplitter(std::vector<std::string> inputs, std::vector<bool> dynamic_axis0,
-                std::vector<std::string> outputs, Off off)
+                std::vector<std::string> outputs, PolicyFn policy)
       : inputs_(std::move(inputs)),
         dynamic_axis0_(std::move(dynamic_axis0)),
         outputs_(std::move(outputs)),
-        off_(std::move(off)) {}
+        policy_(std::move(policy)) {}
 
-  // Why batches on `device` are built whole ("" when slices may be used):
-  // slices pay on one CPU core only.
-  static std::string OffReason(const Device& device);
+  // Slices on the CPU device only (one group per thread a launch from the
+  // calling thread runs on), and not with KILN_BATCH_SPLIT=0.
+  static Policy PolicyFor(const Device& device);
 
   absl::StatusOr<std::vector<OnnxValue>> Run(const std::vector<OnnxValue>& inputs,
                                              const Build& build) const;
@@ -88,14 +100,18 @@ class BatchSplitter {
   // The batch size n of `inputs` and which of them carry it; 0 when no
   // input with a dynamic axis 0 has n > 1 or they disagree.
   int64_t BatchOf(const std::vector<OnnxValue>& inputs, std::vector<bool>* batched) const;
-  // Decides for a batch of n (builds it whole with a tracker, then its
-  // first slice with another); returns the whole batch's outputs, and the
-  // first slice's in *first when slices were chosen.
+  // Decides for a batch of n built in `groups` groups (builds it whole with
+  // a tracker, then its first slice with another); returns the whole
+  // batch's outputs, and the first slice's in *first when slices were
+  // chosen.
   absl::StatusOr<std::vector<OnnxValue>> Choose(const std::vector<OnnxValue>& inputs,
                                                 const std::vector<bool>& batched, int64_t n,
-                                                const Build& build, Choice* choice,
+                                                int64_t groups, const Build& build,
+                                                Choice* choice,
                                                 std::vector<OnnxValue>* first) const;
 
+  // How many groups the slices of `c` are built in under `policy`.
+  static int64_t Groups(const Policy& policy, const Choice& c);
   // Stores `c` as the choice for `key` (evicting one when kMaxChoices are
   // kept); mu_ is held.
   const Choice& Remember(const std::string& key, Choice c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -103,7 +119,7 @@ class BatchSplitter {
   const std::vector<std::string> inputs_;
   const std::vector<bool> dynamic_axis0_;
   const std::vector<std::string> outputs_;
-  const Off off_;
+  const PolicyFn policy_;
   mutable absl::Mutex mu_;
   mutable std::map<std::string, Choice> choices_ ABSL_GUARDED_BY(mu_);
 };

@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "engine/jit/jit.h"
 #include "engine/onnx/test_builder.h"
 #include "engine/runtime/cpu_device.h"
 #include "engine/runtime/interpreter.h"
@@ -29,26 +30,27 @@ TEST(BatchSplitTest, SliceImagesIsTheLargestDivisorThatFits) {
   EXPECT_EQ(SliceImages(1009, mib), 1009);   // prime: no 2..64 slices
 }
 
-// Slices on one CPU core only; several threads, the interpreter (and GPUs)
-// take whole batches.
-TEST(BatchSplitTest, SlicesOnOneCpuCoreOnly) {
+// Slices on the CPU device, one group per thread; the interpreter (and
+// GPUs) take whole batches.
+TEST(BatchSplitTest, PolicyByDevice) {
   CpuDevice::Options one, two;
   one.threads = 1;
   two.threads = 2;
-  EXPECT_EQ(BatchSplitter::OffReason(CpuDevice(one)), "");
-  EXPECT_NE(BatchSplitter::OffReason(CpuDevice(two)).find("kernels run on 2 threads"),
-            std::string::npos);
-  EXPECT_NE(BatchSplitter::OffReason(InterpreterDevice()).find("INTERP is not the CPU device"),
+  EXPECT_EQ(BatchSplitter::PolicyFor(CpuDevice(one)).off, "");
+  EXPECT_EQ(BatchSplitter::PolicyFor(CpuDevice(one)).groups, 1);
+  CpuDevice shared(two);
+  EXPECT_EQ(BatchSplitter::PolicyFor(shared).off, "");
+  EXPECT_EQ(BatchSplitter::PolicyFor(shared).groups, 2);
+  EXPECT_NE(BatchSplitter::PolicyFor(InterpreterDevice()).off.find("INTERP is not the CPU device"),
             std::string::npos);
   // A thread whose launches run on a pool of one thread (a kilnd instance's
-  // share of the cores) slices, whatever the device's own pool.
-  CpuDevice shared(two);
+  // share of the cores) builds one group, whatever the device's own pool.
   ThreadPool mine(1);
   {
     ThreadPool::Scope scope(&mine);
-    EXPECT_EQ(BatchSplitter::OffReason(shared), "");
+    EXPECT_EQ(BatchSplitter::PolicyFor(shared).groups, 1);
   }
-  EXPECT_NE(BatchSplitter::OffReason(shared), "");
+  EXPECT_EQ(BatchSplitter::PolicyFor(shared).groups, 2);
 }
 
 // Images of C x 128 x 128 floats: C = 16 is 1 MiB per image after the first
@@ -207,6 +209,63 @@ TEST(BatchSplitTest, SplitsOnlyModelsThatComputeImageByImage) {
   }
 }
 
+// On 2 threads the slices are built in 2 groups, each realized on its own:
+// a JIT replay runs them side by side (engine/jit/parallel.h), and every
+// image is still its own batch-1 output, bit for bit.
+TEST(BatchSplitTest, GroupsOfSlicesOnTwoThreads) {
+  ThreadPool two(2);
+  ThreadPool::Scope scope(&two);
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, kC, kH, kW});
+  b.Node("Relu", {"x"}, {"r"});
+  Cases()[0].add(b);  // global pool and Gemm
+  b.Output("y");
+  auto m = Load(b);
+  ASSERT_TRUE(m);
+  const Tensor x = Images(4);
+  Jit jit([&m](const std::vector<Tensor>& in) { return m->Run(in); });
+  std::vector<double> first;
+  for (int call = 0; call < 4; ++call) {  // plain, capture, replays
+    auto out = jit({x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    if (call == 0) first = Values((*out)[0]);
+    else EXPECT_EQ(Values((*out)[0]), first) << call;
+  }
+  EXPECT_EQ(jit.stats().replays, 2u);
+  EXPECT_EQ(jit.stats().parallel_replays, 2u);
+  std::optional<BatchSplitter::Choice> c = m->BatchChoice({x});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->images, 1);
+  EXPECT_EQ(c->groups, 2);
+  const size_t per = first.size() / 4;
+  for (int64_t i = 0; i < 4; ++i) {
+    const std::vector<double> one = RunOne(*m, {x.Shrink({{i, i + 1}, {0, kC}, {0, kH}, {0, kW}})});
+    ASSERT_EQ(one.size(), per);
+    for (size_t j = 0; j < per; ++j) ASSERT_EQ(first[i * per + j], one[j]) << i << " " << j;
+  }
+  // A batch whose intermediates fit the cache is built in a group of its
+  // images per thread all the same (each group reads the weights on its own
+  // core); an odd batch stays whole.
+  Builder small;
+  small.Input("x", TensorProto::FLOAT, {-1, 4});
+  small.Node("Relu", {"x"}, {"y"});
+  small.Output("y");
+  auto s = Load(small);
+  ASSERT_TRUE(s);
+  const Tensor four = F({1, -2, 3, -4, 5, -6, 7, -8, 9, -1, 2, -3, 4, -5, 6, -7}, {4, 4});
+  ExpectNear(RunOne(*s, {four}), {1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 2, 0, 4, 0, 6, 0});
+  c = s->BatchChoice({four});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->images, 2);
+  EXPECT_EQ(c->groups, 2);
+  const Tensor three = F({1, -2, 3, -4, 5, -6, 7, -8, 9, -1, 2, -3}, {3, 4});
+  ExpectNear(RunOne(*s, {three}), {1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 2, 0});
+  c = s->BatchChoice({three});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->images, 3);
+  EXPECT_NE(c->reason.find("fits the cache"), std::string::npos) << c->reason;
+}
+
 // A batch whose intermediates fit the cache is built whole, and a batch of
 // inputs of two sizes along axis 0 is no batch.
 TEST(BatchSplitTest, SmallBatchesAndMismatchedInputsAreBuiltWhole) {
@@ -231,7 +290,7 @@ TEST(BatchSplitTest, SmallBatchesAndMismatchedInputsAreBuiltWhole) {
 // The choices are kept for at most kMaxChoices signatures: ever new batch
 // shapes do not grow them without bound, and an evicted one is made again.
 TEST(BatchSplitTest, ChoicesAreBounded) {
-  BatchSplitter splitter({"x"}, {true}, {"y"}, [] { return std::string(); });
+  BatchSplitter splitter({"x"}, {true}, {"y"}, [] { return BatchSplitter::Policy{}; });
   int builds = 0;
   auto build = [&](const std::vector<OnnxValue>& in, BatchTracker*) {
     ++builds;

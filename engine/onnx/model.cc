@@ -202,11 +202,12 @@ absl::Status OnnxModel::Init(const std::string& base_dir) {
     }
     for (const ValueInfo& out : outputs_) out_names.push_back(out.name);
     absl::StatusOr<Device*> dev = engine_->GetDevice(device_);
-    BatchSplitter::Off off = [dev]() {
-      return dev.ok() ? BatchSplitter::OffReason(**dev) : std::string(dev.status().message());
+    BatchSplitter::PolicyFn policy = [dev]() {
+      return dev.ok() ? BatchSplitter::PolicyFor(**dev)
+                      : BatchSplitter::Policy{std::string(dev.status().message())};
     };
     splitter_ = std::make_unique<BatchSplitter>(std::move(in_names), std::move(dynamic_axis0),
-                                                std::move(out_names), std::move(off));
+                                                std::move(out_names), std::move(policy));
   }
 
   // Weights held in Constant nodes are decoded and uploaded once, here.

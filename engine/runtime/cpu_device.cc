@@ -545,6 +545,14 @@ CpuDevice::CpuDevice(const Options& options)
 
 CpuDevice::~CpuDevice() = default;
 
+void CpuDevice::RunOnWorkers(const std::function<void(int worker)>& fn) {
+  ThreadPool* scoped = ThreadPool::Scoped();
+  ThreadPool& pool = scoped != nullptr ? *scoped : pool_;
+  pool.ParallelFor(pool.num_threads(), [&fn](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) fn(static_cast<int>(w));
+  });
+}
+
 absl::StatusOr<std::unique_ptr<Program>> CpuDevice::LoadProgram(const std::string& function,
                                                                 const std::string& binary) {
   absl::MutexLock lock(&mu_);

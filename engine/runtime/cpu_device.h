@@ -128,6 +128,9 @@ class CpuDevice : public Device {
     const ThreadPool* scoped = ThreadPool::Scoped();
     return (scoped != nullptr ? scoped : &pool_)->num_threads();
   }
+  // One call per thread of that same pool (kernels launched inside find it
+  // busy and run inline).
+  void RunOnWorkers(const std::function<void(int worker)>& fn) override;
   ThreadPool& pool() { return pool_; }
   // Kernel libraries loaded now (each stays loaded while a program from it
   // lives).

@@ -219,6 +219,12 @@ class Device {
   // Number of parallel workers (CPU threads) a launch from the calling thread
   // runs on; 1 for others.
   virtual int workers() const { return 1; }
+  // Runs fn(0), ..., fn(workers() - 1) side by side, one on each of those
+  // workers, and returns when all have; a kernel launched inside runs on its
+  // calling worker alone (kernels of independent chains, one chain a core).
+  // When the workers are busy the calls run one after the other on the
+  // calling thread. Others: fn(0).
+  virtual void RunOnWorkers(const std::function<void(int worker)>& fn) { fn(0); }
   // CUDA: the card's compute capability (90 for sm_90); 0 for others.
   virtual int compute_capability() const { return 0; }
   // Devices that can replay a launch sequence as one unit return a

@@ -5,6 +5,10 @@
 // target is sharded, and consecutive cases of one model share its load.
 // `--set=ops` runs the operation zoo ($KILN_DATA/ops, tools/zoo/export_ops.py)
 // instead (//tests/zoo:ops_test).
+// `--jit` runs each case through a Jit three times (plain, capture, replay)
+// and checks the replay's outputs (//tests/zoo:zoo_jit_test, on 2 threads:
+// batches built in groups of slices and bidirectional RNNs replay their
+// independent chains side by side, engine/jit/parallel.h).
 // A missing zoo fails (tools/fetch_testdata makes it; tools/test runs that).
 #include <chrono>
 #include <cstdio>
@@ -13,6 +17,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "engine/jit/jit.h"
 #include "engine/onnx/model.h"
 #include "engine/onnx/npy.h"
 #include "engine/tensor/test_util.h"
@@ -21,6 +26,8 @@
 
 namespace kiln {
 namespace {
+
+bool use_jit = false;  // --jit
 
 struct Loaded {
   std::string path;
@@ -64,14 +71,19 @@ class ZooCaseTest : public ::testing::Test {
       ins.push_back(h->ToTensor(e, "CPU"));
     }
     auto start = std::chrono::steady_clock::now();
-    auto outs = model.Run(ins);
-    ASSERT_TRUE(outs.ok()) << outs.status();
-    std::vector<Tensor*> ptrs;
-    for (Tensor& t : *outs) ptrs.push_back(&t);
-    absl::Status st = Tensor::RealizeAll(ptrs);
-    ASSERT_TRUE(st.ok()) << st;
+    Jit jit([&model](const std::vector<Tensor>& in) { return model.Run(in); });
+    absl::StatusOr<std::vector<Tensor>> outs;
+    for (int call = 0; call < (use_jit ? 3 : 1); ++call) {
+      outs = use_jit ? jit(ins) : model.Run(ins);
+      ASSERT_TRUE(outs.ok()) << outs.status();
+      std::vector<Tensor*> ptrs;
+      for (Tensor& t : *outs) ptrs.push_back(&t);
+      absl::Status st = Tensor::RealizeAll(ptrs);
+      ASSERT_TRUE(st.ok()) << st;
+    }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
+    if (use_jit) EXPECT_EQ(jit.stats().replays, 1u) << "the third call replays";
     ASSERT_EQ(outs->size(), c_.outputs.size());
     double max_err = 0;
     for (size_t i = 0; i < outs->size(); ++i) {
@@ -92,8 +104,10 @@ class ZooCaseTest : public ::testing::Test {
     if (std::optional<BatchSplitter::Choice> b = model.BatchChoice(ins))
       batch = b->images < b->batch ? absl::StrCat(", in slices of ", b->images, " images")
                                    : ", the batch whole";
-    std::printf("zoo %s: max abs error %.3g, first run %.0f ms (with compiles; ORT %.1f ms)%s\n",
-                c_.Id().c_str(), max_err, ms, c_.ort_ms, batch.c_str());
+    if (use_jit && jit.stats().parallel_replays > 0) batch += ", replayed side by side";
+    std::printf("zoo %s: max abs error %.3g, %s %.0f ms (with compiles; ORT %.1f ms)%s\n",
+                c_.Id().c_str(), max_err, use_jit ? "three calls" : "first run", ms, c_.ort_ms,
+                batch.c_str());
   }
 
  private:
@@ -130,6 +144,7 @@ int main(int argc, char** argv) {
   std::string set = "zoo";
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], "--set=", 6) == 0) set = argv[i] + 6;
+    else if (std::strcmp(argv[i], "--jit") == 0) kiln::use_jit = true;
   kiln::RegisterZoo(set);
   return RUN_ALL_TESTS();
 }
