@@ -128,25 +128,24 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Choose(
   }
   choice->image_bytes = whole.LargestIntermediate(outputs_);
   int64_t k = SliceImages(n, choice->image_bytes);
-  if (k >= n) {
+  if (k >= n) {  // (nor groups: too little work to share out)
     choice->reason = absl::StrCat("the whole batch's largest intermediate fits the cache (",
                                   static_cast<int64_t>(choice->image_bytes * n), " bytes)");
-  } else {
-    // Slices read the weights once each; the whole batch writes and reads
-    // back its intermediates past the cache. Slices when they move clearly
-    // fewer bytes (kSliceMargin: near even, the whole batch measured as fast
-    // or faster on one core: ResNet-18, 352 MB of intermediates against 327
-    // MB of weights).
-    const double spilled =
-        2 * static_cast<double>(n) * whole.IntermediatesOver(kSliceBytes, outputs_);
-    const double reread = static_cast<double>(n / k - 1) * whole.WeightBytes();
-    if (spilled <= kSliceMargin * reread) {
-      choice->reason = absl::StrCat(
-          "slices of ", k, " would keep ", static_cast<int64_t>(spilled * 1e-6),
-          " MB of intermediates in the cache but read ", static_cast<int64_t>(reread * 1e-6),
-          " MB of weights again (slices need ", kSliceMargin, "x)");
-      k = n;
-    }
+    return outs;
+  }
+  // Slices read the weights once each; the whole batch writes and reads back
+  // its intermediates past the cache. Slices when they move clearly fewer
+  // bytes (kSliceMargin: near even, the whole batch measured as fast or
+  // faster on one core: ResNet-18, 352 MB of intermediates against 327 MB of
+  // weights).
+  const double spilled = 2 * static_cast<double>(n) * whole.IntermediatesOver(kSliceBytes, outputs_);
+  const double reread = static_cast<double>(n / k - 1) * whole.WeightBytes();
+  if (spilled <= kSliceMargin * reread) {
+    choice->reason = absl::StrCat(
+        "slices of ", k, " would keep ", static_cast<int64_t>(spilled * 1e-6),
+        " MB of intermediates in the cache but read ", static_cast<int64_t>(reread * 1e-6),
+        " MB of weights again (slices need ", kSliceMargin, "x)");
+    k = n;
   }
   // On W threads, W groups of consecutive images, each a chain of kernels a
   // replay runs beside the others (a slice divides a group), also where

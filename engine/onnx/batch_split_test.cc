@@ -243,27 +243,43 @@ TEST(BatchSplitTest, GroupsOfSlicesOnTwoThreads) {
     ASSERT_EQ(one.size(), per);
     for (size_t j = 0; j < per; ++j) ASSERT_EQ(first[i * per + j], one[j]) << i << " " << j;
   }
-  // A batch whose intermediates fit the cache is built in a group of its
-  // images per thread all the same (each group reads the weights on its own
-  // core); an odd batch stays whole.
-  Builder small;
-  small.Input("x", TensorProto::FLOAT, {-1, 4});
-  small.Node("Relu", {"x"}, {"y"});
-  small.Output("y");
-  auto s = Load(small);
-  ASSERT_TRUE(s);
-  const Tensor four = F({1, -2, 3, -4, 5, -6, 7, -8, 9, -1, 2, -3, 4, -5, 6, -7}, {4, 4});
-  ExpectNear(RunOne(*s, {four}), {1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 2, 0, 4, 0, 6, 0});
-  c = s->BatchChoice({four});
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->images, 2);
-  EXPECT_EQ(c->groups, 2);
-  const Tensor three = F({1, -2, 3, -4, 5, -6, 7, -8, 9, -1, 2, -3}, {3, 4});
-  ExpectNear(RunOne(*s, {three}), {1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 2, 0});
-  c = s->BatchChoice({three});
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->images, 3);
-  EXPECT_NE(c->reason.find("fits the cache"), std::string::npos) << c->reason;
+  // Where slices do not pay for the cache (the weights the extra slices
+  // would read again outweigh the intermediates), a batch is still built in
+  // one group of its images per thread, each reading the weights on its own
+  // core: x (N, 65536) by a 4 MiB weight. A batch whose intermediates fit
+  // the cache (N = 2: 0.5 MiB) stays whole, and so does an odd batch.
+  Builder heavy;
+  heavy.Input("x", TensorProto::FLOAT, {-1, 1 << 16});
+  heavy.Node("Relu", {"x"}, {"r"});
+  std::vector<double> w((1 << 16) * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i % 7) - 3;
+  heavy.Init("w", HostTensor::FromDoubles(w, {1 << 16, 16}, dtypes::kFloat32));
+  heavy.Node("MatMul", {"r", "w"}, {"y"});
+  heavy.Output("y");
+  auto h = Load(heavy);
+  ASSERT_TRUE(h);
+  auto rows = [](int64_t n) {
+    std::vector<float> v(n << 16);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 13 % 17) / 8.0 - 1.0);
+    return F(v, {n, 1 << 16});
+  };
+  for (int64_t n : {8, 2, 3}) {
+    SCOPED_TRACE(n);
+    const Tensor xs = rows(n);
+    const std::vector<double> all = RunOne(*h, {xs});
+    c = h->BatchChoice({xs});
+    ASSERT_TRUE(c.has_value());
+    if (n == 8) {
+      EXPECT_EQ(c->images, 4) << c->reason;
+      EXPECT_EQ(c->groups, 2);
+    } else {
+      EXPECT_EQ(c->images, n);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const std::vector<double> one = RunOne(*h, {xs.Shrink({{i, i + 1}, {0, 1 << 16}})});
+      for (size_t j = 0; j < 16; ++j) ASSERT_EQ(all[i * 16 + j], one[j]) << i << " " << j;
+    }
+  }
 }
 
 // A batch whose intermediates fit the cache is built whole, and a batch of

@@ -83,7 +83,9 @@ class ZooCaseTest : public ::testing::Test {
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
-    if (use_jit) EXPECT_EQ(jit.stats().replays, 1u) << "the third call replays";
+    if (use_jit) {
+      EXPECT_EQ(jit.stats().replays, 1u) << "the third call replays";
+    }
     ASSERT_EQ(outs->size(), c_.outputs.size());
     double max_err = 0;
     for (size_t i = 0; i < outs->size(); ++i) {
