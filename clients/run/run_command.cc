@@ -50,9 +50,9 @@ Environment: DEBUG=2 prints one line per kernel run (time, GFLOP/s, GB/s), 4 als
 the kernel sources; KILN_THREADS=N CPU threads; KILN_AVX512=0 keeps CPU kernels at
 256-bit vectors on an AVX-512 host (=1 forces 512-bit tiles); BEAM=N searches the
 CPU heuristics per kernel; KILN_CACHE_DIR the compiled-kernel cache;
-KILN_BATCH_SPLIT=0 builds a batch whole (on one CPU thread a batch of a model that
-computes image by image may be built in slices of images; the "batch:" line says
-which, and why).
+KILN_BATCH_SPLIT=0 builds a batch whole (on the CPU a batch of a model that
+computes image by image may be built in slices of images, in one group per thread
+whose replays run side by side; the "batch:" line says which, and why).
 )";
 
 struct Options {

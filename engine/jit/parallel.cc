@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -15,9 +16,11 @@
 namespace kiln::jit_internal {
 namespace {
 
-// A buffer a kernel touches: a Buffer the capture holds, or the caller's
-// input i / the replay's output o (their slots hold no buffer).
-using Region = std::pair<int, const void*>;  // {0: buffer, 1: input, 2: output; identity}
+// A buffer a kernel touches: {kBuffer, a Buffer the capture holds}, or
+// {kInput, i} / {kOutput, o}: the caller's input i, the replay's output o
+// (their slots hold no buffer).
+enum RegionKind { kBuffer, kInput, kOutput };
+using Region = std::pair<RegionKind, uintptr_t>;
 
 // Estimated seconds of a kernel on one core: its FLOPs at 100 GFLOP/s or
 // its bytes at 20 GB/s, whichever is longer (only the ratios matter), and
@@ -37,10 +40,10 @@ ParallelPlan::ParallelPlan(const Node& node, int workers) : workers_(workers) {
   std::map<std::pair<size_t, size_t>, Region> patched;
   for (size_t i = 0; i < node.inputs.size(); ++i)
     for (const Slot& s : node.inputs[i])
-      patched[{s.item, s.pos}] = {1, reinterpret_cast<const void*>(i + 1)};
+      patched[{s.item, s.pos}] = {kInput, i};
   for (size_t o = 0; o < node.outputs.size(); ++o)
     for (const Slot& s : node.outputs[o].slots)
-      patched[{s.item, s.pos}] = {2, reinterpret_cast<const void*>(o + 1)};
+      patched[{s.item, s.pos}] = {kOutput, o};
   struct Use {
     int writer = -1;
     std::vector<int> readers;  // since the last write
@@ -53,7 +56,9 @@ ParallelPlan::ParallelPlan(const Node& node, int workers) : workers_(workers) {
     std::vector<int> preds;
     for (size_t p = 0; p < e.bufs.size(); ++p) {
       auto it = patched.find({k, p});
-      const Region r = it != patched.end() ? it->second : Region{0, e.bufs[p].get()};
+      const Region r = it != patched.end()
+                           ? it->second
+                           : Region{kBuffer, reinterpret_cast<uintptr_t>(e.bufs[p].get())};
       Use& u = uses[r];
       if (u.writer >= 0) preds.push_back(u.writer);
       if (p == 0) {  // written: after its readers too

@@ -6,8 +6,8 @@
 #include <memory>
 #include <random>
 
-#include "engine/jit/capture.h"
 #include "engine/base/status.h"
+#include "engine/jit/capture.h"
 #include "engine/jit/jit.h"
 #include "engine/runtime/thread_pool.h"
 #include "engine/tensor/test_util.h"

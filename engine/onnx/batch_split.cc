@@ -40,11 +40,6 @@ BatchSplitter::Policy BatchSplitter::PolicyFor(const Device& device) {
   return {"", std::max(1, device.workers())};
 }
 
-int64_t BatchSplitter::Groups(const Policy& policy, const Choice& c) {
-  if (c.images <= 0 || c.images >= c.batch) return 1;
-  return std::max<int64_t>(1, std::min<int64_t>(policy.groups, c.batch / c.images));
-}
-
 int64_t SliceImages(int64_t n, double image_bytes) {
   if (n <= 1 || !(image_bytes > 0)) return n;
   const double fit = kSliceBytes / image_bytes;
@@ -75,11 +70,11 @@ int64_t BatchSplitter::BatchOf(const std::vector<OnnxValue>& inputs,
   return n > 1 ? n : 0;
 }
 
-const BatchSplitter::Choice& BatchSplitter::Remember(const std::string& key, Choice c) const {
+void BatchSplitter::Remember(const std::string& key, Choice c) const {
   // Bounded: a client sending ever new shapes makes the choices for the
   // ones before be made again, not the map grow.
   if (choices_.size() >= kMaxChoices && !choices_.count(key)) choices_.erase(choices_.begin());
-  return choices_[key] = std::move(c);
+  choices_[key] = std::move(c);
 }
 
 std::optional<BatchSplitter::Choice> BatchSplitter::ChoiceFor(
@@ -92,9 +87,7 @@ std::optional<BatchSplitter::Choice> BatchSplitter::ChoiceFor(
   absl::MutexLock lock(&mu_);
   auto it = choices_.find(Key(inputs, policy));
   if (it == choices_.end()) return std::nullopt;
-  Choice c = it->second;
-  c.groups = Groups(policy, c);
-  return c;
+  return it->second;
 }
 
 // The inputs of slice [start, start + size): batched ones cut along axis 0.
@@ -167,6 +160,7 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Choose(
     return outs;
   }
   choice->images = k;
+  choice->groups = std::min(groups, n / k);
   choice->reason.clear();
   *first = std::move(*part);
   return outs;
@@ -199,8 +193,7 @@ absl::StatusOr<std::vector<OnnxValue>> BatchSplitter::Run(const std::vector<Onnx
     known = c;
   }
   if (known->images >= n) return build(inputs, nullptr);
-  const int64_t k = known->images, slices = n / k;
-  const int64_t groups = Groups(policy, *known);
+  const int64_t k = known->images, slices = n / k, groups = known->groups;
   std::vector<std::vector<Tensor>> parts(outputs_.size());
   int64_t group_start = 0;  // the first slice of the group being built
   for (int64_t start = 0, s = 0; start < n; start += k, ++s) {

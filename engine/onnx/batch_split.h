@@ -60,7 +60,7 @@ class BatchSplitter {
     int64_t images = 0;  // per slice; == batch: not split
     double image_bytes = 0;  // the largest intermediate, per image (0: not measured)
     std::string reason;  // why not, when not split
-    int groups = 1;      // slices built in this many groups (see Policy)
+    int64_t groups = 1;  // slices built in this many groups (see Policy)
   };
 
   // How the calling thread's batches are built: `off` says why not in
@@ -110,11 +110,9 @@ class BatchSplitter {
                                                 Choice* choice,
                                                 std::vector<OnnxValue>* first) const;
 
-  // How many groups the slices of `c` are built in under `policy`.
-  static int64_t Groups(const Policy& policy, const Choice& c);
   // Stores `c` as the choice for `key` (evicting one when kMaxChoices are
   // kept); mu_ is held.
-  const Choice& Remember(const std::string& key, Choice c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Remember(const std::string& key, Choice c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::vector<std::string> inputs_;
   const std::vector<bool> dynamic_axis0_;

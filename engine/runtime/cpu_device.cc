@@ -227,8 +227,7 @@ class CpuProgram : public Program {
       fn_(b, v, 0, n);
     } else {
       KernelFn fn = fn_;
-      ThreadPool* scoped = ThreadPool::Scoped();
-      (scoped != nullptr ? scoped : pool_)->ParallelFor(n, [fn, b, v](int64_t begin, int64_t end) { fn(b, v, begin, end); });
+      ThreadPool::ScopedOr(pool_)->ParallelFor(n, [fn, b, v](int64_t begin, int64_t end) { fn(b, v, begin, end); });
     }
     if (seconds != nullptr) *seconds = Seconds(start);
     return absl::OkStatus();
@@ -546,8 +545,7 @@ CpuDevice::CpuDevice(const Options& options)
 CpuDevice::~CpuDevice() = default;
 
 void CpuDevice::RunOnWorkers(const std::function<void(int worker)>& fn) {
-  ThreadPool* scoped = ThreadPool::Scoped();
-  ThreadPool& pool = scoped != nullptr ? *scoped : pool_;
+  ThreadPool& pool = *ThreadPool::ScopedOr(&pool_);
   pool.ParallelFor(pool.num_threads(), [&fn](int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) fn(static_cast<int>(w));
   });

@@ -124,10 +124,7 @@ class CpuDevice : public Device {
                                                        const std::string& binary) override;
   // The threads a launch from the calling thread runs on (its scoped pool's,
   // else the device pool's).
-  int workers() const override {
-    const ThreadPool* scoped = ThreadPool::Scoped();
-    return (scoped != nullptr ? scoped : &pool_)->num_threads();
-  }
+  int workers() const override { return ThreadPool::ScopedOr(&pool_)->num_threads(); }
   // One call per thread of that same pool (kernels launched inside find it
   // busy and run inline).
   void RunOnWorkers(const std::function<void(int worker)>& fn) override;

@@ -145,7 +145,9 @@ TEST(CpuDeviceTest, ScopedPoolRunsTheLaunches) {
   CpuDevice dev(TestOptions(2));
   absl::StatusOr<std::string> so = dev.compiler().Compile(kChunksSource);
   ASSERT_TRUE(so.ok()) << so.status();
-  std::unique_ptr<Program> prog = std::move(dev.LoadProgram("chunks", *so)).value();
+  absl::StatusOr<std::unique_ptr<Program>> loaded = dev.LoadProgram("chunks", *so);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  Program* prog = loaded->get();
   LaunchDims dims;
   dims.global[0] = 100;
   auto chunk_lengths = [&]() {

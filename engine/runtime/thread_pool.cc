@@ -28,7 +28,12 @@ thread_local ThreadPool* scoped_pool = nullptr;
 
 ThreadPool::Scope::Scope(ThreadPool* pool) : previous_(scoped_pool) { scoped_pool = pool; }
 ThreadPool::Scope::~Scope() { scoped_pool = previous_; }
-ThreadPool* ThreadPool::Scoped() { return scoped_pool; }
+ThreadPool* ThreadPool::ScopedOr(ThreadPool* fallback) {
+  return scoped_pool != nullptr ? scoped_pool : fallback;
+}
+const ThreadPool* ThreadPool::ScopedOr(const ThreadPool* fallback) {
+  return scoped_pool != nullptr ? scoped_pool : fallback;
+}
 
 int ThreadPool::DefaultThreads() {
   if (Env().threads > 0) return Env().threads;

@@ -50,8 +50,8 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // While alive, Scoped() on this thread returns `pool` (nullptr: no pool,
-  // the device's own). Create and destroy on the same thread.
+  // While alive, ScopedOr() on this thread returns `pool` (nullptr: no
+  // pool, the fallback). Create and destroy on the same thread.
   class Scope {
    public:
     explicit Scope(ThreadPool* pool);
@@ -62,8 +62,10 @@ class ThreadPool {
    private:
     ThreadPool* const previous_;
   };
-  // The pool of this thread's innermost Scope, or nullptr.
-  static ThreadPool* Scoped();
+  // The pool of this thread's innermost Scope, or `fallback` (a device's
+  // own pool) when it has none.
+  static ThreadPool* ScopedOr(ThreadPool* fallback);
+  static const ThreadPool* ScopedOr(const ThreadPool* fallback);
 
   // Splits [0, n) into at most num_threads() contiguous chunks of nearly
   // equal size and calls fn(begin, end) once per chunk, in parallel; returns
