@@ -33,6 +33,7 @@
 #include <map>
 #include <tuple>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,8 @@ class Kernel {
   bool UpcastUnitParts();      // elementwise: a stack of <= 16 slices in one loop
   void PartsOutermost();       // elementwise: a concatenation's axis first
   void ChooseParallelAxis();   // CPU heuristics step 6: sets parallel_axis_
+  // Step 1's alternative for strided windows: the axis it vectorizes, or -1.
+  int LanesAcrossStridedWindow(int row_axis, const std::set<const UOp*>& inner);
   // Bytes of the operands (loads) that change along each global axis.
   std::vector<double> OperandBytesAlong() const;
   void MergeAdjacent();

@@ -1,6 +1,6 @@
-// A 3x3 convolution of a model constant runs as Winograd F(2x2, 3x3) on the
-// CPU with its weight transformed once (DerivedWeights), and gives what the
-// direct convolution gives.
+// Weights of the model's own constants laid out once for the CPU kernels
+// (DerivedWeights): Winograd, taps outermost, output channels innermost,
+// panels; each gives what the weight read as an input gives.
 #include "engine/onnx/derived_weights.h"
 
 #include "engine/onnx/test_builder.h"
@@ -103,6 +103,47 @@ TEST(DerivedWeightsTest, MostlyPaddedConvolutionsReadTapsOutermost) {
     std::vector<double> got = RunOne(*constant, {x});
     EXPECT_EQ(constant->derived_weights(), derived);
     ExpectNear(got, RunOne(*input, {x, w}), 1e-5, 1e-5);
+    EXPECT_EQ(input->derived_weights(), 0u);
+  }
+}
+
+// y = Conv(x, w), kernel k x k, stride `stride`, pads k / 2, 3 -> 32
+// channels (an image stem); w an initializer or else an input.
+std::unique_ptr<OnnxModel> StemModel(int64_t k, int64_t stride, bool constant_weight) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 3, -1, -1}).Output("y");
+  std::vector<float> wv = Ramp(32 * 3 * k * k, 6);
+  if (constant_weight)
+    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, {32, 3, k, k}, dtypes::kFloat32));
+  else
+    b.Input("w", TensorProto::FLOAT, {32, 3, k, k});
+  onnx::NodeProto* n = b.Node("Conv", {"x", "w"}, {"y"});
+  AttrInts(n, "pads", {k / 2, k / 2, k / 2, k / 2});
+  AttrInts(n, "strides", {stride, stride});
+  return Load(b);
+}
+
+// A stride-2 convolution over 3 channels with 64+ products per output (a
+// 7x7 stem: 147) reads its constant weight laid out output channels
+// innermost, derived once, for every input shape; a 3x3 one (27 products)
+// and a stride-1 7x7 one read the model's layout. The values are the
+// weight-as-input model's.
+TEST(DerivedWeightsTest, StemConvolutionsReadOutputChannelsInnermost) {
+  struct Case {
+    int64_t k, stride;
+    size_t derived;
+  } cases[] = {{7, 2, 1}, {3, 2, 0}, {7, 1, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.k << "x" << c.k << " stride " << c.stride);
+    auto constant = StemModel(c.k, c.stride, true), input = StemModel(c.k, c.stride, false);
+    ASSERT_TRUE(constant && input);
+    Tensor w = F(Ramp(32 * 3 * c.k * c.k, 6), {32, 3, c.k, c.k});
+    for (const Shape& xs : {Shape{1, 3, 21, 75}, Shape{2, 3, 19, 17}}) {
+      Tensor x = F(Ramp(Prod(xs), 7), xs);
+      std::vector<double> got = RunOne(*constant, {x});
+      EXPECT_EQ(constant->derived_weights(), c.derived);
+      ExpectNear(got, RunOne(*input, {x, w}), 1e-4, 1e-4);
+    }
     EXPECT_EQ(input->derived_weights(), 0u);
   }
 }

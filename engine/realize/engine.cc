@@ -280,7 +280,8 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(Device* device, const UOpRef& a
                            absl::StrFormat("%08x", static_cast<uint32_t>(hash ^ (hash >> 32))));
   p.symbol = absl::StrFormat("k_%016x", hash);
   p.source = absl::StrReplaceAll(p.source, {{kNamePlaceholder, p.symbol}});
-  if (Env().debug >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
+  if (Env().debug >= 4)
+    std::fprintf(stderr, "// kernel %s\n%s\n", prog.name.c_str(), p.source.c_str());
   return p;
 }
 

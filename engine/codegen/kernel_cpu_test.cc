@@ -1,0 +1,90 @@
+// The CPU heuristics' choices for strided windows (kernel_cpu.cc step 1 and
+// its alternative), checked on the kernels' opts, and the kernels they make
+// against the interpreter.
+#include <functional>
+#include <vector>
+
+#include "engine/codegen/kernel.h"
+#include "engine/codegen/lowerer.h"
+#include "engine/schedule/schedule.h"
+#include "engine/schedule/schedule_testing.h"
+#include "engine/tensor/test_util.h"
+
+namespace kiln {
+namespace {
+
+class KernelCpuTest : public ::testing::Test {
+ protected:
+  Engine* e = TestEngine();
+};
+
+constexpr int64_t kCout = 32;
+
+// A stride-2 convolution of a (1, 3, 21, 75) map (an output row of 38: wider than
+// Tensor::Conv copies windows for) (pads `k / 2`) by a k x k
+// weight of kCout output channels; `innermost`: the weight stored (3, k, k,
+// Cout) and read through a view in the usual order, as the ONNX importer
+// lays out an image stem's weight. Random values on `dev`, or with `dev`
+// empty unset buffers (for the schedule alone).
+Tensor StemConv(Engine* e, const std::string& dev, int64_t k, bool innermost) {
+  int seed = 0;
+  auto make = [&](Shape s) {
+    ++seed;
+    return dev.empty() ? Tensor::Empty(e, s, dtypes::kFloat32)
+                       : Tensor::Randn(e, s, seed, dtypes::kFloat32, dev).Contiguous();
+  };
+  Tensor x = make({1, 3, 21, 75});
+  Tensor w = innermost ? make({3, k, k, kCout}).Permute({3, 0, 1, 2}) : make({kCout, 3, k, k});
+  Tensor b = make({kCout});
+  Tensor::ConvOptions o;
+  o.stride = {2, 2};
+  o.padding = {{k / 2, k / 2}, {k / 2, k / 2}};
+  return x.Conv(w, &b, o).Relu();
+}
+
+// The size (before the opts) of the axis the heuristics vectorize in the
+// one reduce kernel of `t`'s schedule, with 512-bit vectors available.
+int64_t VectorizedAxisSize(const Tensor& t) {
+  RendererOptions ro;
+  ro.vector_bytes = 32;
+  ro.wide_vector_bytes = 64;
+  ro.vector_registers = 32;
+  for (const ScheduleItem& item : Sched({t}).items) {
+    auto k = Kernel::Create(item.ast, ro);
+    EXPECT_TRUE(k.ok()) << k.status();
+    if (!k.ok() || k->reduce() == nullptr) continue;
+    const std::vector<int64_t> shape = k->full_shape();
+    k->HandCodedOptimizations();
+    for (const Opt& o : k->applied())
+      if (o.op == OptOp::kUpcast && o.vector) return shape[o.axis];
+    return 0;
+  }
+  ADD_FAILURE() << "no reduce kernel";
+  return 0;
+}
+
+// A 7x7 stride-2 stem reads its input with two loads and a shuffle per tap
+// along the output row; with its weight's output channels innermost it puts
+// the channels in the lanes instead (147 products per output amortize the
+// stores lane by lane). In the model's layout, or with 27 products (a 3x3
+// stem, measured no faster that way), the lanes stay along the row (38
+// outputs wide here).
+TEST_F(KernelCpuTest, StridedStemTakesItsChannelsInTheLanes) {
+  EXPECT_EQ(VectorizedAxisSize(StemConv(e, "", 7, true)), kCout);
+  EXPECT_EQ(VectorizedAxisSize(StemConv(e, "", 7, false)), 38);
+  EXPECT_EQ(VectorizedAxisSize(StemConv(e, "", 3, true)), 38);
+}
+
+// Whatever the lanes, the kernels compute the convolution: on this host's
+// vectors, against the interpreter.
+TEST_F(KernelCpuTest, StridedStemsMatchTheInterpreter) {
+  for (int64_t k : {7, 3})
+    for (bool innermost : {true, false}) {
+      SCOPED_TRACE(testing::Message() << k << "x" << k << (innermost ? " innermost" : ""));
+      ExpectNear(Values(StemConv(e, "CPU", k, innermost).Contiguous()),
+                 Values(StemConv(e, "INTERP", k, innermost).Contiguous()), 1e-4, 1e-4);
+    }
+}
+
+}  // namespace
+}  // namespace kiln
