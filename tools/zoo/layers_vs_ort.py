@@ -61,12 +61,16 @@ def kiln_layers(kiln, model, inputs, threads, reps):
     if out.returncode != 0:
         sys.exit(f"layers_vs_ort: kiln run failed:\n{out.stderr[-2000:]}")
     text = out.stdout + out.stderr
-    per_run = int(re.search(r"kernels: (\d+) per run", text)[1])
     rows = [m for m in re.finditer(
         r"^kernel (\S+)\s+global=\S+\s+([\d.]+) us\s+([\d.]+) GFLOP/s.*\(jit\)", text, re.M)]
+    # The replays run the same kernels in the same order: the shortest period of the names
+    # is one replay (the first call's "kernels: N per run" may count a load-time kernel too).
+    names = [m[1] for m in rows]
+    per_run = next((p for p in range(1, len(names) // 2 + 1)
+                    if len(names) % p == 0 and names[p:] == names[:-p]), 0)
+    if per_run == 0:
+        sys.exit("layers_vs_ort: no repeating replays in kiln's output (--reps of at least 4)")
     runs = len(rows) // per_run
-    if runs == 0:
-        sys.exit("layers_vs_ort: no replays in kiln's output (--reps of at least 3)")
     best = []
     for i in range(per_run):
         times = [float(rows[r * per_run + i][2]) for r in range(runs)]
