@@ -1,11 +1,10 @@
 // The CPU heuristics' choices for strided windows (kernel_cpu.cc step 1 and
 // its alternative), checked on the kernels' opts, and the kernels they make
 // against the interpreter.
-#include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/codegen/kernel.h"
-#include "engine/codegen/lowerer.h"
 #include "engine/schedule/schedule.h"
 #include "engine/schedule/schedule_testing.h"
 #include "engine/tensor/test_util.h"
@@ -20,12 +19,12 @@ class KernelCpuTest : public ::testing::Test {
 
 constexpr int64_t kCout = 32;
 
-// A stride-2 convolution of a (1, 3, 21, 75) map (an output row of 38: wider than
-// Tensor::Conv copies windows for) (pads `k / 2`) by a k x k
-// weight of kCout output channels; `innermost`: the weight stored (3, k, k,
-// Cout) and read through a view in the usual order, as the ONNX importer
-// lays out an image stem's weight. Random values on `dev`, or with `dev`
-// empty unset buffers (for the schedule alone).
+// A stride-2 convolution, pads k / 2, of a (1, 3, 21, 75) map (output rows
+// of 38: wider than Tensor::Conv copies windows for) by a k x k weight of
+// kCout output channels; `innermost`: the weight stored (3, k, k, Cout) and
+// read through a view in the usual order, as the ONNX importer lays out an
+// image stem's weight. Random values on `dev`, or with `dev` empty unset
+// buffers (for the schedule alone).
 Tensor StemConv(Engine* e, const std::string& dev, int64_t k, bool innermost) {
   int seed = 0;
   auto make = [&](Shape s) {

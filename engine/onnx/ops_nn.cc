@@ -161,6 +161,25 @@ std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor
   return y + bias->Cast(y.dtype()).Reshape({1, bias->numel(), 1, 1});
 }
 
+// Conv of `x` by the model constant `w` laid out once on the CPU
+// (DerivedWeights, under `tag`) as w.Permute(order), contiguous, and read
+// through the inverse view in the usual (Cout, Cin, *k) order. nullopt when
+// the layout cannot be derived (the caller convolves plainly).
+std::optional<Tensor> ConvOfLaidOutWeight(OpContext& ctx, const Tensor& x, const Tensor& w,
+                                          const Tensor* bias, const Tensor::ConvOptions& o,
+                                          const std::vector<int64_t>& order,
+                                          const std::string& tag) {
+  DerivedWeights* derived = CpuDerivedWeights(ctx);
+  if (derived == nullptr) return std::nullopt;
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i) back[order[i]] = static_cast<int64_t>(i);
+  absl::StatusOr<Tensor> laid_out =
+      derived->Get(absl::StrCat(ctx.node().input(1), "/", tag, "/", w.dtype().Name()),
+                   [&] { return w.Permute(order).Contiguous(); });
+  if (!laid_out.ok()) return std::nullopt;
+  return x.Conv(laid_out->Permute(back), bias, o);
+}
+
 // A convolution most of whose tap products read padding (a dilated one on a
 // small map: Tensor::PaddingTapFraction), on the CPU, when the weight is the
 // model's own constant: the weight is laid out once (DerivedWeights) with
@@ -172,21 +191,14 @@ std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor
 // their centre tap ran at 82 GFLOP/s, a plain 1x1 one at 178).
 std::optional<Tensor> TapsOutermostConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                         const Tensor* bias, const Tensor::ConvOptions& o) {
-  DerivedWeights* derived = CpuDerivedWeights(ctx);
-  if (derived == nullptr || w.ndim() < 3 ||
+  if (CpuDerivedWeights(ctx) == nullptr || w.ndim() < 3 ||
       Tensor::PaddingTapFraction(x.shape(), w.shape(), o) < 0.5)
     return std::nullopt;
-  const int64_t nd = w.ndim() - 2;
-  std::vector<int64_t> out, back(w.ndim());
-  for (int64_t i = 0; i < nd; ++i) out.push_back(2 + i);
-  out.push_back(0);
-  out.push_back(1);
-  for (int64_t i = 0; i < w.ndim(); ++i) back[out[i]] = i;
-  absl::StatusOr<Tensor> taps =
-      derived->Get(absl::StrCat(ctx.node().input(1), "/taps_outermost/", w.dtype().Name()),
-                   [&] { return w.Permute(out).Contiguous(); });
-  if (!taps.ok()) return std::nullopt;
-  return x.Conv(taps->Permute(back), bias, o);
+  std::vector<int64_t> order;  // (*k, Cout, Cin)
+  for (int64_t i = 2; i < w.ndim(); ++i) order.push_back(i);
+  order.push_back(0);
+  order.push_back(1);
+  return ConvOfLaidOutWeight(ctx, x, w, bias, o, order, "taps_outermost");
 }
 
 // A stride-2 convolution over a few input channels (an image stem: 7x7
@@ -205,8 +217,8 @@ std::optional<Tensor> TapsOutermostConv(OpContext& ctx, const Tensor& x, const T
 std::optional<Tensor> ChannelsInnermostConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                             const Tensor* bias, const Tensor::ConvOptions& o) {
   constexpr int64_t kMaxChannels = 4, kMinProducts = 64;
-  DerivedWeights* derived = CpuDerivedWeights(ctx);
-  if (derived == nullptr || w.ndim() < 3 || o.groups != 1 || w.shape()[1] > kMaxChannels ||
+  if (CpuDerivedWeights(ctx) == nullptr || w.ndim() < 3 || o.groups != 1 ||
+      w.shape()[1] > kMaxChannels ||
       o.stride.size() + 2 != static_cast<size_t>(w.ndim()))
     return std::nullopt;
   int64_t products = w.shape()[1];
@@ -215,16 +227,10 @@ std::optional<Tensor> ChannelsInnermostConv(OpContext& ctx, const Tensor& x, con
     products *= w.shape()[2 + i];
   }
   if (products < kMinProducts) return std::nullopt;
-  const int64_t nd = w.ndim() - 2;
-  std::vector<int64_t> out = {1}, back(w.ndim());
-  for (int64_t i = 0; i < nd; ++i) out.push_back(2 + i);
-  out.push_back(0);
-  for (int64_t i = 0; i < w.ndim(); ++i) back[out[i]] = i;
-  absl::StatusOr<Tensor> packed =
-      derived->Get(absl::StrCat(ctx.node().input(1), "/channels_innermost/", w.dtype().Name()),
-                   [&] { return w.Permute(out).Contiguous(); });
-  if (!packed.ok()) return std::nullopt;
-  return x.Conv(packed->Permute(back), bias, o);
+  std::vector<int64_t> order = {1};  // (Cin, *k, Cout)
+  for (int64_t i = 2; i < w.ndim(); ++i) order.push_back(i);
+  order.push_back(0);
+  return ConvOfLaidOutWeight(ctx, x, w, bias, o, order, "channels_innermost");
 }
 
 absl::Status ConvOp(OpContext& ctx) {
