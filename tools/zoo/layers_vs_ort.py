@@ -64,7 +64,7 @@ def kiln_layers(kiln, model, inputs, threads, reps):
     rows = [m for m in re.finditer(
         r"^kernel (\S+)\s+global=\S+\s+([\d.]+) us\s+([\d.]+) GFLOP/s.*\(jit\)", text, re.M)]
     # The replays run the same kernels in the same order: the shortest period of the names
-    # is one replay (the first call's "kernels: N per run" may count a load-time kernel too).
+    # is one replay.
     names = [m[1] for m in rows]
     per_run = next((p for p in range(1, len(names) // 2 + 1)
                     if len(names) % p == 0 and names[p:] == names[:-p]), 0)
