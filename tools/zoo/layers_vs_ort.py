@@ -13,6 +13,9 @@ node). Prints the paired layers grouped by shape with both times, the worst firs
 left unpaired on each side (kiln's elementwise kernels: activations, padding, transforms, copies,
 and reduces out of order or of other ops: pools; onnxruntime's other nodes), and the totals.
 
+A batch that kiln builds in slices of images (its `batch:` line) is refused: one slice's kernels
+do not pair with whole-batch nodes; KILN_BATCH_SPLIT=0 compares kiln's whole-batch kernels.
+
 Needs the kiln CLI built (`bazel build -c opt //clients:kiln`), node, and the data of
 tools/fetch_testdata ($KILN_DATA, default ~/.cache/kiln/data).
 """
@@ -61,6 +64,12 @@ def kiln_layers(kiln, model, inputs, threads, reps):
     if out.returncode != 0:
         sys.exit(f"layers_vs_ort: kiln run failed:\n{out.stderr[-2000:]}")
     text = out.stdout + out.stderr
+    sliced = re.search(r"^batch: (\d+) images, built in slices of (\d+)", text, re.M)
+    if sliced:
+        sys.exit(f"layers_vs_ort: kiln built this batch of {sliced[1]} images in slices of "
+                 f"{sliced[2]}, so its kernels do one slice's work each and do not pair with "
+                 "onnxruntime's whole-batch nodes; compare kiln's whole-batch kernels with "
+                 "KILN_BATCH_SPLIT=0, or use --batch 1")
     rows = [m for m in re.finditer(
         r"^kernel (\S+)\s+global=\S+\s+([\d.]+) us\s+([\d.]+) GFLOP/s.*\(jit\)", text, re.M)]
     # The replays run the same kernels in the same order: the shortest period of the names
