@@ -22,7 +22,6 @@
 //   6. the loop split across threads (ChooseParallelAxis).
 // BEAM (engine/realize/beam.h) times variants of these choices (HeuristicKnobs).
 #include <algorithm>
-#include <functional>
 #include <numeric>
 #include <set>
 
@@ -88,7 +87,7 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
       if (out_strides[i] == 1) {
         if (reduce_ && !loads_vectorize(i)) break;
         if (reduce_ && (vec_axis = LanesAcrossStridedWindow(i, inner)) >= 0) {
-          width = std::max(opts_.wide_vector_bytes, opts_.vector_bytes) / std::max(4, itemsize);
+          width = vector_width();
           wide_tiles = lanes_across = true;
           break;
         }
@@ -423,28 +422,23 @@ int Kernel::LanesAcrossStridedWindow(int row_axis, const std::set<const UOp*>& i
   int64_t reduce = 1;
   for (int r = first_reduce_; r < first_upcast(); ++r) reduce *= full_shape_[r];
   if (reduce < kMinReduce) return -1;
-  auto inner_loads = [&](const std::function<bool(const std::vector<int64_t>&)>& fn) {
-    for (const UOp* m : mems_) {
-      if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
-      std::vector<int64_t> st;
-      if (!Strides(m, &st) || !fn(st)) return false;
-    }
-    return true;
-  };
+  std::vector<std::vector<int64_t>> strides;  // of the loads inside the reduce
   bool strided = false;
-  inner_loads([&](const std::vector<int64_t>& st) {
-    strided |= st[row_axis] == 2;
-    return true;
-  });
-  if (!strided) return -1;
+  for (const UOp* m : mems_) {
+    if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
+    strides.emplace_back();
+    if (!Strides(m, &strides.back())) return -1;
+    strided |= strides.back()[row_axis] == 2;
+  }
   const int64_t wide = std::max(opts_.wide_vector_bytes, opts_.vector_bytes) / 4;
+  if (!strided || wide < 4) return -1;
   for (int a = first_reduce_ - 1; a >= 0; --a) {
-    if (a == row_axis || wide < 4 || full_shape_[a] % wide != 0) continue;
-    bool contiguous = false;
-    const bool plain = inner_loads([&](const std::vector<int64_t>& st) {
+    if (a == row_axis || full_shape_[a] % wide != 0) continue;
+    bool contiguous = false, plain = true;
+    for (const std::vector<int64_t>& st : strides) {
       contiguous |= st[a] == 1;
-      return st[a] == 0 || st[a] == 1;
-    });
+      plain &= st[a] == 0 || st[a] == 1;
+    }
     if (plain && contiguous && ApplyOpt({OptOp::kUpcast, a, wide, true}).ok()) return a;
   }
   return -1;

@@ -217,8 +217,7 @@ std::optional<Tensor> TapsOutermostConv(OpContext& ctx, const Tensor& x, const T
 std::optional<Tensor> ChannelsInnermostConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                             const Tensor* bias, const Tensor::ConvOptions& o) {
   constexpr int64_t kMaxChannels = 4, kMinProducts = 64;
-  if (CpuDerivedWeights(ctx) == nullptr || w.ndim() < 3 || o.groups != 1 ||
-      w.shape()[1] > kMaxChannels ||
+  if (w.ndim() < 3 || o.groups != 1 || w.shape()[1] > kMaxChannels ||
       o.stride.size() + 2 != static_cast<size_t>(w.ndim()))
     return std::nullopt;
   int64_t products = w.shape()[1];

@@ -124,19 +124,15 @@ def ort_layers(model, inputs, threads, reps):
     return nodes
 
 
-def prod(xs):
-    return math.prod(xs) if xs else 1
-
-
 def node_flops(op, shapes, outs):
     """Multiply-adds x 2 of a Conv / MatMul / Gemm node (0 for other nodes)."""
     try:
         if op in ("Conv", "FusedConv") and len(shapes) >= 2 and outs:
             w = shapes[1]  # (Cout, Cin / groups, k...)
-            return 2.0 * prod(outs[0]) * prod(w[1:])
+            return 2.0 * math.prod(outs[0]) * math.prod(w[1:])
         if op in ("MatMul", "FusedMatMul", "Gemm") and len(shapes) >= 2 and outs:
             a = shapes[0]
-            return 2.0 * prod(outs[0]) * a[-1]
+            return 2.0 * math.prod(outs[0]) * a[-1]
     except (TypeError, IndexError):
         pass
     return 0.0
