@@ -8,42 +8,9 @@
 //       STAT MODEL id:onnx_name=rel/path.npy[,onnx_name=rel/path.npy...] ...
 // (MODEL and the .npy paths are relative to ZOO_DIR, as in manifest.tsv.)
 'use strict';
-const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
-
-// npy descr -> [onnxruntime type, typed array, bytes per element]
-// (the reader of tools/zoo/zoo_reference.js)
-const DTYPES = {
-  '<f4': ['float32', Float32Array, 4],
-  '<f8': ['float64', Float64Array, 8],
-  '<i8': ['int64', BigInt64Array, 8],
-  '<i4': ['int32', Int32Array, 4],
-  '<u1': ['uint8', Uint8Array, 1],
-  '|u1': ['uint8', Uint8Array, 1],
-  '|i1': ['int8', Int8Array, 1],
-  '|b1': ['bool', Uint8Array, 1],
-};
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 0, 6) !== '\x93NUMPY') throw new Error(`${file}: not a .npy file`);
-  const major = buf.readUInt8(6);
-  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const hstart = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', hstart, hstart + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: Fortran order`);
-  const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim())
-      .filter((s) => s).map(Number);
-  const t = DTYPES[descr];
-  if (!t) throw new Error(`${file}: dtype ${descr} not supported`);
-  const count = dims.reduce((a, b) => a * b, 1);
-  const off = hstart + hlen;
-  const bytes = new Uint8Array(count * t[2]);
-  bytes.set(buf.subarray(off, off + count * t[2]));
-  return {type: t[0], data: new t[1](bytes.buffer, 0, count), dims};
-}
+const {readNpy} = require(path.join(__dirname, '..', '..', 'tools', 'zoo', 'npy.js'));
 
 (async () => {
   const [dir, threads, reps, budgetMs, stat, model, ...cases] = process.argv.slice(2);
