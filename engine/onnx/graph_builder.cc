@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status.h"
+#include "engine/onnx/channel_blocks.h"
 #include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/tensor_proto.h"
 
@@ -63,6 +64,23 @@ LastUses ComputeLastUses(const onnx::GraphProto& graph) {
   }
   for (const onnx::ValueInfoProto& o : graph.output()) last[o.name()] = graph.node_size();
   return last;
+}
+
+Readers ComputeReaders(const onnx::GraphProto& graph) {
+  Readers readers;
+  std::unordered_set<std::string> in_subgraphs;
+  auto mark = [&](const std::string& name) { in_subgraphs.insert(name); };
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& name : node.input())
+      if (!name.empty()) readers[name].push_back(&node);
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) ForEachReadName(a.g(), mark);
+      for (const onnx::GraphProto& g : a.graphs()) ForEachReadName(g, mark);
+    }
+  }
+  for (const onnx::ValueInfoProto& o : graph.output()) readers[o.name()].push_back(nullptr);
+  for (const std::string& name : in_subgraphs) readers.erase(name);  // readers unknown
+  return readers;
 }
 
 const OnnxValue* Scope::Find(const std::string& name) const {
@@ -152,6 +170,11 @@ absl::Status GraphBuilder::Dispatch(const onnx::NodeProto& node, Scope* scope) {
         (!v->is_tensor() || !v->host || v->host->numel() > kHostKeepLimit))
       all_host = false;
   }
+  // An elementwise op on a value kept in channel blocks runs on the blocks
+  // (channel_blocks.h); its outputs are blocked values.
+  std::vector<OnnxValue> in_blocks;
+  const bool blocked = BlockedElementwise(node.op_type()) && !all_host &&
+                       SubstituteChannelBlocks(inputs, engine(), device(), &in_blocks, &inputs);
   OpContext ctx(node, static_cast<int>(opset), this, std::move(inputs));
   bool done = false;
   if (def->fold && all_host) {
@@ -179,8 +202,12 @@ absl::Status GraphBuilder::Dispatch(const onnx::NodeProto& node, Scope* scope) {
           absl::StrCat(label, ": output ", i, " ('", node.output(i), "') is not supported"));
     if (out.tensor && !out.tensor->ok()) return Prefix(label, out.tensor->status());
   }
-  for (int i = 0; i < node.output_size(); ++i)
-    if (!node.output(i).empty()) scope->Set(node.output(i), std::move(ctx.outputs()[i]));
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    OnnxValue& out = ctx.outputs()[i];
+    if (blocked && out.tensor) out = BlockedValue(*out.tensor);
+    scope->Set(node.output(i), std::move(out));
+  }
   return absl::OkStatus();
 }
 

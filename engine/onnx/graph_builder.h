@@ -42,6 +42,10 @@ inline constexpr int64_t kMaxNodeRuns = 1000000;
 // the names its subgraphs read); graph outputs are read "after the end".
 using LastUses = std::unordered_map<std::string, int>;
 LastUses ComputeLastUses(const onnx::GraphProto& graph);
+// The nodes of a graph that read each name as an input (not through their
+// subgraphs); a graph output, read outside, has a null reader.
+using Readers = std::unordered_map<std::string, std::vector<const onnx::NodeProto*>>;
+Readers ComputeReaders(const onnx::GraphProto& graph);
 
 class Scope {
  public:
@@ -55,6 +59,14 @@ class Scope {
   // Liveness, when known: the graph's last uses and the index of the node
   // being built. Without it every value counts as live.
   void SetLastUses(LastUses last_uses) { last_uses_ = std::move(last_uses); }
+  // The readers of this scope's names, when known (ComputeReaders): a name
+  // read by a subgraph, or a scope without them, gives null.
+  void SetReaders(Readers readers) { readers_ = std::move(readers); }
+  const std::vector<const onnx::NodeProto*>* ReadersOf(const std::string& name) const {
+    if (!readers_) return nullptr;
+    auto it = readers_->find(name);
+    return it == readers_->end() ? nullptr : &it->second;
+  }
   void set_now(int node_index) { now_ = node_index; }
   // Calls fn(value) for each local tensor value a node at or after the
   // current one still reads.
@@ -74,6 +86,7 @@ class Scope {
   const Scope* parent_;
   std::unordered_map<std::string, OnnxValue> values_;
   std::optional<LastUses> last_uses_;
+  std::optional<Readers> readers_;
   int now_ = 0;
 };
 

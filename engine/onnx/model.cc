@@ -273,6 +273,7 @@ absl::StatusOr<std::vector<OnnxValue>> OnnxModel::Build(const std::vector<OnnxVa
   GraphBuilder builder(opts);
   const onnx::GraphProto& graph = proto_->graph();
   scope.SetLastUses(ComputeLastUses(graph));
+  scope.SetReaders(ComputeReaders(graph));
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (node.op_type() == "Constant" && node.output_size() == 1 &&

@@ -36,6 +36,10 @@ struct OnnxValue {
   Kind kind = Kind::kNone;  // kNone: an omitted optional input / output
   // kTensor: at least one of `tensor` (device) and `host` is set.
   std::optional<Tensor> tensor;
+  // The same value computed in channel blocks (N, C / 16, H, W, 16) by a
+  // chain of layers that keeps them (channel_blocks.h); `tensor` is then
+  // its NCHW copy, computed only when an op outside the chain reads it.
+  std::optional<Tensor> blocked;
   std::shared_ptr<const HostTensor> host;
   // kSequence: the elements; kOptional: zero or one element.
   std::vector<OnnxValue> items;

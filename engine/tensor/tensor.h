@@ -335,6 +335,19 @@ class Tensor {
   // `w` runs faster as ConvWinograd on a CPU (the rule and its
   // measurements: tensor_winograd.cc).
   static bool WinogradPays(const Shape& x, const Shape& w, const ConvOptions& o);
+  // Channel blocks (tensor_blocked.cc): (N, C, *spatial) seen as (N, C / 16,
+  // *spatial, 16) and back (views; C a multiple of kChannelBlock); a 1x1
+  // weight (Cout, Cin, 1, 1) laid out (Cout / 16, Cin / 16, ci, co) or a
+  // depthwise one (C, 1, kh, kw) as (C / 16, kh, kw, c), float32, on the
+  // host; and the 1x1 and 2-D depthwise convolutions of blocked inputs with
+  // such weights, blocked outputs (no bias).
+  static constexpr int64_t kChannelBlock = 16;
+  Tensor ToChannelBlocks() const;
+  Tensor FromChannelBlocks() const;
+  Tensor ChannelBlockedWeights() const;
+  Tensor PointwiseBlocked(const Tensor& wb, int64_t stride) const;
+  Tensor DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& stride,
+                          const std::vector<int64_t>& dilation, const Pads& padding) const;
   // A constant matmul weight in panels (tensor_panels.cc): this (K, N), or
   // (N, K) when `transposed`, float32, stored as (ceil(N / panel), K,
   // panel) with the last panel zero-padded; this (..., M, K) times such

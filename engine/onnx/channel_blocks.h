@@ -1,0 +1,62 @@
+// Chains of layers computed in channel blocks (Tensor::ToChannelBlocks,
+// engine/tensor/tensor_blocked.cc) on the CPU.
+//
+// A value computed in blocks carries them in OnnxValue::blocked; its
+// OnnxValue::tensor is a lazy NCHW copy, computed only if an op outside the
+// chain reads it. The chain:
+//   - starts at a 1x1 convolution whose NCHW kernel would waste lanes (a
+//     small map: StartsChannelBlocks), its input copied into blocks once;
+//   - continues through the 1x1 and depthwise convolutions that read a
+//     blocked input (ops_nn.cc), the elementwise ops of BlockedElementwise
+//     whose other operands broadcast per channel or are whole maps
+//     (SubstituteChannelBlocks), and GlobalAveragePool (ops_nn.cc);
+//   - ends at any other op, which reads the NCHW copy.
+// Every value keeps its NCHW meaning: only where it is stored changes.
+#ifndef KILN_ENGINE_ONNX_CHANNEL_BLOCKS_H_
+#define KILN_ENGINE_ONNX_CHANNEL_BLOCKS_H_
+
+#include <string>
+#include <vector>
+
+#include "engine/onnx/graph_builder.h"
+#include "engine/onnx/op_context.h"
+#include "engine/tensor/tensor.h"
+
+namespace kiln {
+
+// The value of a blocked tensor (N, CB, H, W, 16): `blocked` it, `tensor`
+// its NCHW copy (a plain reshape when H = W = 1).
+OnnxValue BlockedValue(const Tensor& blocked);
+
+// A chain's first input `x` (N, C, H, W) copied into blocks (N, C / 16, H,
+// W, 16).
+Tensor CopyIntoBlocks(const Tensor& x);
+
+// Whether a 1x1 convolution of an NCHW input of shape `x` by a weight of
+// shape `w` starts a chain: channels in multiples of the block, and a map
+// whose NCHW kernel wastes at least 1/10 of its lanes (7 x 7, 14 x 14) on
+// rows the register tile divides.
+bool StartsChannelBlocks(const Shape& x, const Shape& w, const Tensor::ConvOptions& o);
+
+// Whether every reader of `name` in `scope` (followed through the ops of
+// BlockedElementwise, a few deep) keeps channel blocks of `channels`
+// channels: a 1x1 or depthwise convolution of those channels, or a global
+// average pool. False for a graph output or unknown readers.
+bool ChainContinues(const std::string& name, const Scope& scope, int64_t channels);
+
+// Whether `op_type` is an elementwise op that treats every element alike
+// (no axis attribute), so that it can run on blocked operands.
+bool BlockedElementwise(const std::string& op_type);
+
+// When some input of an elementwise op is blocked and every other tensor
+// input can be seen in the same blocks (broadcast per channel, a scalar, or
+// a whole (N, C, H, W) map viewed in blocks), fills `out` with the inputs in
+// blocks (pointers into `storage`) and returns true. Host inputs are
+// uploaded with `engine` / `device`.
+bool SubstituteChannelBlocks(const std::vector<const OnnxValue*>& inputs, Engine* engine,
+                             const std::string& device, std::vector<OnnxValue>* storage,
+                             std::vector<const OnnxValue*>* out);
+
+}  // namespace kiln
+
+#endif  // KILN_ENGINE_ONNX_CHANNEL_BLOCKS_H_

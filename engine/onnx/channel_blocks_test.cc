@@ -1,0 +1,133 @@
+// Chains of layers in channel blocks (channel_blocks.h): a small inverted
+// residual block with a squeeze-and-excitation scale gives, through blocks,
+// what the same model with its weights as inputs (never blocked) gives; and
+// the rule that starts a chain.
+#include "engine/onnx/channel_blocks.h"
+
+#include "engine/onnx/test_builder.h"
+
+namespace kiln {
+namespace {
+
+using namespace onnx_test;  // NOLINT: the test helpers
+
+constexpr int64_t kIn = 32, kMid = 128;
+
+std::vector<float> Ramp(int64_t n, int seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7 + seed * 13) % 17) / 16 - 0.5f;
+  return v;
+}
+
+struct Weight {
+  std::string name;
+  Shape shape;
+  int seed;
+};
+const Weight kWeights[] = {{"w1", {kMid, kIn, 1, 1}, 1},
+                           {"wd", {kMid, 1, 3, 3}, 2},
+                           {"w2", {kIn, kMid, 1, 1}, 3}};
+
+// x (N, 32, H, W) -> 1x1 to 64 (bias) -> Clip(0, 6) -> depthwise 3x3 (pads
+// 1) -> HardSwish -> * per-channel constant -> * SE scale (the sigmoid of
+// its own global average) -> 1x1 to 32 -> + x -> y; also z = Softmax of the
+// depthwise output over the channels (an op outside the chain, reading the
+// NCHW copy) and p = GlobalAveragePool(y). The weights are initializers, or
+// else inputs. With `outside`, a Softmax also reads the first convolution's
+// output.
+std::unique_ptr<OnnxModel> BlockModel(bool constant_weights, bool outside = false) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, kIn, -1, -1}).Output("y").Output("z").Output("p");
+  if (outside) b.Output("f");
+  for (const Weight& w : kWeights) {
+    std::vector<float> v = Ramp(Prod(w.shape), w.seed);
+    if (constant_weights)
+      b.Init(w.name, HostTensor::FromDoubles({v.begin(), v.end()}, w.shape, dtypes::kFloat32));
+    else
+      b.Input(w.name, TensorProto::FLOAT, w.shape);
+  }
+  std::vector<float> bias = Ramp(kMid, 4), scale = Ramp(kMid, 5);
+  b.Init("b1", HostTensor::FromDoubles({bias.begin(), bias.end()}, {kMid}, dtypes::kFloat32));
+  b.Init("s", HostTensor::FromDoubles({scale.begin(), scale.end()}, {kMid, 1, 1}, dtypes::kFloat32));
+  b.Init("lo", HostTensor::FromDoubles({0}, {}, dtypes::kFloat32));
+  b.Init("hi", HostTensor::FromDoubles({6}, {}, dtypes::kFloat32));
+  b.Node("Conv", {"x", "w1", "b1"}, {"e"});
+  b.Node("Clip", {"e", "lo", "hi"}, {"r"});
+  onnx::NodeProto* dw = b.Node("Conv", {"r", "wd"}, {"d"});
+  AttrInts(dw, "pads", {1, 1, 1, 1});
+  AttrInt(dw, "group", kMid);
+  b.Node("HardSwish", {"d"}, {"h"});
+  b.Node("Mul", {"h", "s"}, {"m"});
+  b.Node("GlobalAveragePool", {"m"}, {"g"});
+  b.Node("Sigmoid", {"g"}, {"q"});
+  b.Node("Mul", {"m", "q"}, {"se"});
+  b.Node("Conv", {"se", "w2"}, {"o"});
+  b.Node("Add", {"o", "x"}, {"y"});
+  AttrInt(b.Node("Softmax", {"d"}, {"z"}), "axis", 1);
+  b.Node("GlobalAveragePool", {"y"}, {"p"});
+  if (outside) AttrInt(b.Node("Softmax", {"e"}, {"f"}), "axis", 1);
+  return Load(b);
+}
+
+// On a 7 x 7 map the first 1x1 convolution starts a chain (its NCHW kernel
+// would fill 49 of 64 lanes; 128 products per copied input element, and its
+// readers keep the blocks) through the depthwise one, the elementwise ops,
+// the SE scale and the second 1x1 one: three weights laid out once. On a
+// 16 x 16 map (256 pixels, every lane used) nothing starts one, nor when an
+// op outside the chain also reads the first convolution's output (32 -> 128
+// channels do not pay for both copies).
+TEST(ChannelBlocksTest, AChainGivesWhatThePlainModelGives) {
+  auto blocked = BlockModel(true), plain = BlockModel(false);
+  ASSERT_TRUE(blocked && plain);
+  std::vector<Tensor> weights;
+  for (const Weight& w : kWeights) weights.push_back(F(Ramp(Prod(w.shape), w.seed), w.shape));
+  struct Case {
+    Shape x;
+    size_t derived;
+    bool outside;
+  } cases[] = {{{1, kIn, 7, 7}, 3, false},
+               {{2, kIn, 14, 14}, 3, false},
+               {{1, kIn, 16, 16}, 0, false},
+               {{1, kIn, 7, 7}, 0, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.x[2] << (c.outside ? " outside" : ""));
+    auto fresh = BlockModel(true, c.outside);
+    if (c.outside) plain = BlockModel(false, true);
+    Tensor x = F(Ramp(Prod(c.x), 6), c.x);
+    std::vector<Tensor> in = {x};
+    in.insert(in.end(), weights.begin(), weights.end());
+    for (size_t out = 0; out < (c.outside ? 4u : 3u); ++out) {
+      SCOPED_TRACE(out);
+      ExpectNear(RunOne(*fresh, {x}, out), RunOne(*plain, in, out), 1e-4, 1e-4);
+    }
+    EXPECT_EQ(fresh->derived_weights(), c.derived);
+  }
+  EXPECT_EQ(plain->derived_weights(), 0u);
+}
+
+TEST(ChannelBlocksTest, StartRule) {
+  Tensor::ConvOptions o;
+  o.stride = {1, 1};
+  o.dilation = {1, 1};
+  o.padding = {{0, 0}, {0, 0}};
+  EXPECT_TRUE(StartsChannelBlocks({1, 256, 14, 14}, {1024, 256, 1, 1}, o));  // 196 in 224
+  EXPECT_TRUE(StartsChannelBlocks({8, 512, 7, 7}, {2048, 512, 1, 1}, o));    // 49 in 64
+  EXPECT_FALSE(StartsChannelBlocks({1, 256, 28, 28}, {64, 256, 1, 1}, o));   // 784: no waste
+  EXPECT_FALSE(StartsChannelBlocks({1, 24, 7, 7}, {144, 24, 1, 1}, o));      // 24 channels
+  EXPECT_FALSE(StartsChannelBlocks({1, 256, 7, 7}, {40, 256, 1, 1}, o));     // 40 channels
+  EXPECT_FALSE(StartsChannelBlocks({1, 512, 13, 13}, {1024, 512, 1, 1}, o)); // 13: no tile
+  EXPECT_FALSE(StartsChannelBlocks({1, 64, 7, 7}, {64, 64, 3, 3}, o));       // 3x3
+  Tensor::ConvOptions strided = o;
+  strided.stride = {2, 2};
+  EXPECT_FALSE(StartsChannelBlocks({1, 256, 14, 14}, {512, 256, 1, 1}, strided));
+}
+
+TEST(ChannelBlocksTest, ElementwiseOpsThatTreatEveryElementAlike) {
+  for (const char* op : {"Add", "Mul", "Relu", "Clip", "HardSwish", "Sigmoid", "PRelu"})
+    EXPECT_TRUE(BlockedElementwise(op)) << op;
+  for (const char* op : {"Softmax", "Concat", "Reshape", "BatchNormalization", "MaxPool"})
+    EXPECT_FALSE(BlockedElementwise(op)) << op;
+}
+
+}  // namespace
+}  // namespace kiln

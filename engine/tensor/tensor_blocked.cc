@@ -1,0 +1,140 @@
+// Activations in channel blocks: (N, C / 16, H, W, 16), each block of 16
+// channels one vector per pixel (onnxruntime's NCHWc). The CPU codegen
+// vectorizes a kernel's output along its contiguous axis; in NCHW that is
+// the pixels, so a small map wastes lanes (49 pixels in 64 lanes, 196 in
+// 224) and a stride-2 window reads two vectors and a shuffle per tap. In
+// blocks the lanes are channels: every lane is used whatever the map, a
+// stride-2 tap is one vector load, and a 1x1 convolution's tile is 7 or 8
+// pixels x 2 channel blocks (kernel_cpu.cc step 3). The ONNX importer keeps
+// chains of such layers in blocks (engine/onnx/channel_blocks.cc).
+// Measured on the kernels alone (1 thread, AVX-512, minima, us; NCHW ->
+// blocked): 1x1 512 -> 2048 on 7 x 7 583 -> 451, 2048 -> 512 on 7 x 7
+// 587 -> 474, 192 -> 1152 on 7 x 7 123 -> 94, 256 -> 1024 on 14 x 14
+// 596 -> 451, 96 -> 576 on 14 x 14 110 -> 94; on 56 x 56 and 112 x 112,
+// where NCHW wastes no lanes, equal.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/tensor/tensor.h"
+#include "engine/tensor/tensor_internal.h"
+
+namespace kiln {
+
+namespace {
+constexpr int64_t kB = Tensor::kChannelBlock;
+
+bool Blockable(int64_t channels) { return channels > 0 && channels % kB == 0; }
+}  // namespace
+
+Tensor Tensor::ToChannelBlocks() const {
+  if (!ok()) return *this;
+  if (ndim() < 2 || !Blockable(shape()[1]))
+    return Fail(*this, absl::StrCat("channel blocks: ", ShapeStr(shape()),
+                                    " has no channels in multiples of ", kB));
+  Shape split = {shape()[0], shape()[1] / kB, kB};
+  split.insert(split.end(), shape().begin() + 2, shape().end());
+  std::vector<int64_t> order = {0, 1};
+  for (int64_t i = 3; i < ndim() + 1; ++i) order.push_back(i);
+  order.push_back(2);
+  return Reshape(split).Permute(order);
+}
+
+Tensor Tensor::FromChannelBlocks() const {
+  if (!ok()) return *this;
+  if (ndim() < 3 || shape().back() != kB)
+    return Fail(*this, absl::StrCat("channel blocks: ", ShapeStr(shape()), " is not in blocks of ", kB));
+  std::vector<int64_t> order = {0, 1, ndim() - 1};
+  for (int64_t i = 2; i < ndim() - 1; ++i) order.push_back(i);
+  Shape merged = {shape()[0], shape()[1] * kB};
+  merged.insert(merged.end(), shape().begin() + 2, shape().end() - 1);
+  return Permute(order).Reshape(merged);
+}
+
+// On the host, like the Winograd weights and the panels: a permuting copy
+// as a device kernel would be one more kernel to compile per weight shape.
+Tensor Tensor::ChannelBlockedWeights() const {
+  if (!ok()) return *this;
+  const bool depthwise = ndim() == 4 && shape()[1] == 1;
+  const bool pointwise = ndim() == 4 && shape()[2] == 1 && shape()[3] == 1;
+  if (dtype() != dtypes::kFloat32 || !(depthwise || pointwise) || !Blockable(shape()[0]) ||
+      (!depthwise && !Blockable(shape()[1])))
+    return Fail(*this, absl::StrCat("channel blocks: weight ", ShapeStr(shape()), " of ",
+                                    dtype().Name(), " is not a float32 1x1 or depthwise weight ",
+                                    "with channels in multiples of ", kB));
+  const int64_t cout = shape()[0], cin = shape()[1], kh = shape()[2], kw = shape()[3];
+  const int64_t taps = kh * kw;
+  Shape out = depthwise ? Shape{cout / kB, kh, kw, kB} : Shape{cout / kB, cin / kB, kB, kB};
+  Tensor copy = *this, laid_out;
+  absl::Status read = copy.ReadHost([&](const void* src) {
+    const float* w = static_cast<const float*>(src);
+    laid_out = FromFill(engine(), out, dtype(), device(), [&](void* dst) {
+      float* p = static_cast<float*>(dst);
+      for (int64_t o = 0; o < cout; ++o) {
+        const int64_t ob = o / kB, oc = o % kB;
+        if (depthwise) {  // (C, 1, kh, kw) -> (C / 16, kh, kw, c)
+          for (int64_t t = 0; t < taps; ++t) p[static_cast<size_t>((ob * taps + t) * kB + oc)] = w[o * taps + t];
+        } else {  // (Cout, Cin) -> (Cout / 16, Cin / 16, ci, co)
+          for (int64_t i = 0; i < cin; ++i)
+            p[static_cast<size_t>(((ob * (cin / kB) + i / kB) * kB + i % kB) * kB + oc)] = w[o * cin + i];
+        }
+      }
+    });
+  });
+  if (!read.ok()) return TensorInternal::ErrorLike(*this, read);
+  return laid_out;
+}
+
+Tensor Tensor::PointwiseBlocked(const Tensor& wb, int64_t stride) const {
+  if (!ok()) return *this;
+  if (!wb.ok()) return wb;
+  const Shape& ws = wb.shape();
+  if (ndim() != 5 || shape()[4] != kB || wb.ndim() != 4 || ws[1] != shape()[1] || ws[2] != kB ||
+      ws[3] != kB || stride < 1)
+    return Fail(*this, absl::StrCat("channel blocks: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(ws), " do not make a 1x1 convolution"));
+  Tensor x = *this;
+  if (stride > 1) {
+    // Every stride-th pixel: a view (the kernel reads whole channel blocks).
+    const int64_t oh = (shape()[2] - 1) / stride + 1, ow = (shape()[3] - 1) / stride + 1;
+    const Shape& s = shape();
+    x = AsStrided({s[0], s[1], oh, ow, kB},
+                  {s[1] * s[2] * s[3] * kB, s[2] * s[3] * kB, stride * s[3] * kB, stride * kB, 1});
+  }
+  const int64_t n = x.shape()[0], cb = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  // (N, COB, CB, H, W, ci, co), summed over CB and ci.
+  return (x.Reshape({n, 1, cb, h, w, kB, 1}) * wb.Reshape({1, ws[0], cb, 1, 1, kB, kB}))
+      .Sum({2, 5});
+}
+
+Tensor Tensor::DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& stride,
+                                const std::vector<int64_t>& dilation, const Pads& padding) const {
+  if (!ok()) return *this;
+  if (!wd.ok()) return wd;
+  const Shape& ws = wd.shape();
+  if (ndim() != 5 || shape()[4] != kB || wd.ndim() != 4 || ws[0] != shape()[1] || ws[3] != kB ||
+      stride.size() != 2 || dilation.size() != 2 || padding.size() != 2)
+    return Fail(*this, absl::StrCat("channel blocks: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(ws), " do not make a 2-D depthwise convolution"));
+  // Padded in blocks, into a buffer of its own (its producer computes into
+  // it where the scheduler can), then every window is one affine view.
+  Tensor xp = Pad({{0, 0}, {0, 0}, padding[0], padding[1], {0, 0}}).Contiguous();
+  if (!xp.ok()) return xp;
+  const Shape& p = xp.shape();
+  Shape out = {p[0], p[1], 0, 0, kB, ws[1], ws[2]};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = dilation[i] * (ws[1 + i] - 1) + 1;
+    if (stride[i] < 1 || dilation[i] < 1 || p[2 + i] < span)
+      return Fail(*this, absl::StrCat("channel blocks: window of ", span, " on padded input ",
+                                      ShapeStr(p)));
+    out[2 + i] = (p[2 + i] - span) / stride[i] + 1;
+  }
+  const int64_t row = p[3] * kB, plane = p[2] * row;
+  Tensor win = xp.AsStrided(out, {p[1] * plane, plane, stride[0] * row, stride[1] * kB, 1,
+                                  dilation[0] * row, dilation[1] * kB});
+  // (N, CB, OH, OW, c, kh, kw) * (CB, kh, kw, c) summed over the taps.
+  return (win * wd.Permute({0, 3, 1, 2}).Reshape({1, ws[0], 1, 1, kB, ws[1], ws[2]})).Sum({5, 6});
+}
+
+}  // namespace kiln

@@ -1,0 +1,94 @@
+// Channel blocks (tensor_blocked.cc): the views to and from blocks, the
+// weight layouts, and the blocked 1x1 and depthwise convolutions against
+// Tensor::Conv of the same NCHW values on every test device.
+#include "engine/tensor/test_util.h"
+
+namespace kiln {
+namespace {
+
+class ChannelBlocksTest : public DeviceTest {
+ protected:
+  Tensor T(const std::vector<float>& v, Shape s) { return Tensor::FromFloats(e, v, s, dev); }
+};
+
+TEST_P(ChannelBlocksTest, ViewsRoundTrip) {
+  const Shape s = {2, 32, 3, 5};
+  std::vector<float> v = Ramp(Prod(s), 1);
+  Tensor b = T(v, s).ToChannelBlocks();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b.shape(), (Shape{2, 2, 3, 5, 16}));
+  // Element (n, c, h, w) sits at block c / 16, lane c % 16.
+  Tensor lane = b.Shrink({{1, 2}, {1, 2}, {2, 3}, {4, 5}, {3, 4}});
+  Check(lane, {v[((1 * 32 + 19) * 3 + 2) * 5 + 4]});
+  Check(b.Contiguous().FromChannelBlocks(), Doubles(v));
+  EXPECT_FALSE(T(Ramp(24, 0), {1, 24, 1, 1}).ToChannelBlocks().ok());  // 24 channels
+  EXPECT_FALSE(T(Ramp(24, 0), {1, 24}).Reshape({1, 2, 12}).FromChannelBlocks().ok());
+}
+
+TEST_P(ChannelBlocksTest, PointwiseMatchesConv) {
+  struct Case {
+    Shape x;
+    int64_t cout, stride;
+  } cases[] = {{{1, 32, 7, 7}, 48, 1}, {{2, 16, 5, 6}, 32, 1}, {{1, 32, 7, 9}, 16, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.stride);
+    Tensor x = T(GridValues(Prod(c.x), 1), c.x);
+    Tensor w = T(GridValues(c.cout * c.x[1], 2), {c.cout, c.x[1], 1, 1});
+    Tensor wb = w.ChannelBlockedWeights();
+    ASSERT_TRUE(wb.ok()) << wb.status();
+    EXPECT_EQ(wb.shape(), (Shape{c.cout / 16, c.x[1] / 16, 16, 16}));
+    Tensor::ConvOptions o;
+    o.stride = {c.stride, c.stride};
+    Tensor want = x.Conv(w, nullptr, o);
+    Tensor got = x.ToChannelBlocks().Contiguous().PointwiseBlocked(wb, c.stride);
+    ASSERT_TRUE(got.ok()) << got.status();
+    Check(got.FromChannelBlocks(), Values(want), 1e-4, 1e-4);
+  }
+}
+
+TEST_P(ChannelBlocksTest, DepthwiseMatchesConv) {
+  struct Case {
+    Shape x;
+    int64_t k, stride, dilation;
+    Pads pads;
+  } cases[] = {{{1, 32, 7, 7}, 3, 1, 1, {{1, 1}, {1, 1}}},
+               {{2, 16, 9, 8}, 3, 2, 1, {{1, 1}, {1, 1}}},
+               {{1, 16, 11, 10}, 5, 2, 1, {{2, 2}, {1, 2}}},
+               {{1, 16, 8, 8}, 3, 1, 2, {{2, 2}, {2, 2}}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.k * 10 + c.stride);
+    const int64_t ch = c.x[1];
+    Tensor x = T(GridValues(Prod(c.x), 3), c.x);
+    Tensor w = T(GridValues(ch * c.k * c.k, 4), {ch, 1, c.k, c.k});
+    Tensor wd = w.ChannelBlockedWeights();
+    ASSERT_TRUE(wd.ok()) << wd.status();
+    EXPECT_EQ(wd.shape(), (Shape{ch / 16, c.k, c.k, 16}));
+    Tensor::ConvOptions o;
+    o.stride = {c.stride, c.stride};
+    o.dilation = {c.dilation, c.dilation};
+    o.padding = c.pads;
+    o.groups = ch;
+    Tensor want = x.Conv(w, nullptr, o);
+    Tensor got = x.ToChannelBlocks().DepthwiseBlocked(wd, o.stride, o.dilation, o.padding);
+    ASSERT_TRUE(got.ok()) << got.status();
+    Check(got.FromChannelBlocks(), Values(want), 1e-4, 1e-4);
+  }
+}
+
+TEST_P(ChannelBlocksTest, BadShapesAreErrors) {
+  EXPECT_FALSE(T(Ramp(24 * 16, 0), {24, 16, 1, 1}).ChannelBlockedWeights().ok());  // 24 out
+  EXPECT_FALSE(T(Ramp(16 * 8, 0), {16, 8, 1, 1}).ChannelBlockedWeights().ok());    // 8 in
+  EXPECT_FALSE(T(Ramp(16 * 16 * 9, 0), {16, 16, 3, 3}).ChannelBlockedWeights().ok());
+  Tensor wb = T(Ramp(32 * 16, 0), {32, 16, 1, 1}).ChannelBlockedWeights();
+  Tensor x = T(Ramp(32 * 4, 0), {1, 32, 2, 2}).ToChannelBlocks();  // 2 blocks, weight for 1
+  EXPECT_FALSE(x.PointwiseBlocked(wb, 1).ok());
+  Tensor wd = T(Ramp(32 * 9, 0), {32, 1, 3, 3}).ChannelBlockedWeights();
+  Tensor small = T(Ramp(32 * 4, 0), {1, 32, 2, 2}).ToChannelBlocks();
+  EXPECT_FALSE(small.DepthwiseBlocked(wd, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}).ok());  // 3 > 2
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ChannelBlocksTest, ::testing::ValuesIn(TestDevices()),
+                         DeviceParamName);
+
+}  // namespace
+}  // namespace kiln
