@@ -100,7 +100,15 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
         const int64_t wide = opts_.wide_vector_bytes / std::max(4, itemsize);
         // (no wider vector on this device: wide is 0)
         const int64_t wide_padded = wide > 0 ? (n + wide - 1) / wide * wide : n;
-        if (reduce_ && wide > width && broadcast_along(i) &&
+        // So is a channel block (tensor_blocked.cc) that every load inside
+        // the reduce reads whole: a blocked depthwise convolution's taps.
+        bool whole_block = n == wide;
+        for (const UOp* m : mems_) {
+          std::vector<int64_t> st;
+          if (m != store && m->op() != Op::kValid && inner.count(m))
+            whole_block &= Strides(m, &st) && st[i] == 1;
+        }
+        if (reduce_ && wide > width && (broadcast_along(i) || whole_block) &&
             (n >= 2 * wide || (wide_padded - n) * 8 <= wide_padded) &&
             store->src(0)->dtype().ScalarSize() == 4) {
           width = wide;

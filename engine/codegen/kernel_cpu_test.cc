@@ -1,6 +1,7 @@
 // The CPU heuristics' choices for strided windows (kernel_cpu.cc step 1 and
-// its alternative), checked on the kernels' opts, and the kernels they make
-// against the interpreter.
+// its alternative) and for channel blocks (steps 1, 3 and 5), checked on the
+// kernels' opts, and the stem kernels they make against the interpreter.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,57 @@ TEST_F(KernelCpuTest, StridedStemsMatchTheInterpreter) {
       ExpectNear(Values(StemConv(e, "CPU", k, innermost).Contiguous()),
                  Values(StemConv(e, "INTERP", k, innermost).Contiguous()), 1e-4, 1e-4);
     }
+}
+
+// The opts and the axis order (sizes after the opts) the heuristics choose
+// for the one reduce kernel of `t`'s schedule, with 512-bit vectors.
+struct Choice {
+  std::vector<Opt> opts;
+  std::vector<int64_t> shape;
+};
+Choice Choose(const Tensor& t) {
+  RendererOptions ro;
+  ro.vector_bytes = 32;
+  ro.wide_vector_bytes = 64;
+  ro.vector_registers = 32;
+  for (const ScheduleItem& item : Sched({t}).items) {
+    auto k = Kernel::Create(item.ast, ro);
+    EXPECT_TRUE(k.ok()) << k.status();
+    if (!k.ok() || k->reduce() == nullptr) continue;
+    k->HandCodedOptimizations();
+    return {k->applied(), k->full_shape()};
+  }
+  ADD_FAILURE() << "no reduce kernel";
+  return {};
+}
+
+// A 1x1 convolution in channel blocks (tensor_blocked.cc) of a 7 x 7 map,
+// 512 -> 2048 channels: the lanes are a block of 16 output channels, the
+// tile 7 pixels x 2 blocks (14 of the 16 accumulators), and the blocks run
+// outside the pixels (its 4 MB weight read once, not once per row of 7).
+TEST_F(KernelCpuTest, BlockedPointwiseTilesPixelsAndTwoBlocks) {
+  Tensor x = Tensor::Empty(e, {1, 32, 7, 7, 16}, dtypes::kFloat32);
+  Tensor w = Tensor::Empty(e, {128, 32, 16, 16}, dtypes::kFloat32);
+  Choice c = Choose(x.PointwiseBlocked(w, 1));
+  ASSERT_EQ(c.opts.size(), 3u);
+  EXPECT_TRUE(c.opts[0].vector);
+  EXPECT_EQ(c.opts[0].amount, 16);
+  EXPECT_EQ(c.opts[1].amount, 7);  // pixels of a row
+  EXPECT_EQ(c.opts[2].amount, 2);  // channel blocks
+  // After the opts: the 64 pairs of blocks before the 7 rows.
+  auto at = [&](int64_t n) { return std::find(c.shape.begin(), c.shape.end(), n) - c.shape.begin(); };
+  EXPECT_LT(at(64), at(7));
+}
+
+// A depthwise convolution in channel blocks reads every tap's 16 channels
+// as one vector, input and weight alike: 16 lanes (8 before).
+TEST_F(KernelCpuTest, BlockedDepthwiseTakesWholeBlocks) {
+  Tensor x = Tensor::Empty(e, {1, 4, 14, 14, 16}, dtypes::kFloat32);
+  Tensor w = Tensor::Empty(e, {4, 3, 3, 16}, dtypes::kFloat32);
+  Choice c = Choose(x.DepthwiseBlocked(w, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}));
+  ASSERT_FALSE(c.opts.empty());
+  EXPECT_TRUE(c.opts[0].vector);
+  EXPECT_EQ(c.opts[0].amount, 16);
 }
 
 }  // namespace

@@ -47,8 +47,7 @@ Tensor CopyIntoBlocks(const Tensor& x) {
   return (plain ? x : x.Contiguous()).ToChannelBlocks().Contiguous();
 }
 
-bool StartsChannelBlocks(const Shape& x, const Shape& w, const Tensor::ConvOptions& o) {
-  constexpr int64_t kRow = 32;  // two-vector tile rows of the NCHW kernel
+bool BlockablePointwise(const Shape& x, const Shape& w, const Tensor::ConvOptions& o) {
   if (x.size() != 4 || w.size() != 4 || w[2] != 1 || w[3] != 1 || o.groups != 1 || w[1] != x[1])
     return false;
   for (const std::vector<int64_t>* v : {&o.stride, &o.dilation})
@@ -56,8 +55,14 @@ bool StartsChannelBlocks(const Shape& x, const Shape& w, const Tensor::ConvOptio
       if (s != 1) return false;
   for (const auto& [p0, p1] : o.padding)
     if (p0 != 0 || p1 != 0) return false;
+  return x[1] % kB == 0 && w[0] % kB == 0;
+}
+
+bool WastesLanes(const Shape& x) {
+  constexpr int64_t kRow = 32;  // two-vector tile rows of the NCHW kernel
+  if (x.size() != 4) return false;
   const int64_t pixels = x[2] * x[3];
-  if (x[1] % kB != 0 || w[0] % kB != 0 || pixels < 1) return false;
+  if (pixels < 1) return false;
   const int64_t padded = (pixels + kRow - 1) / kRow * kRow;
   if ((padded - pixels) * 10 < padded) return false;
   bool tiles = false;

@@ -4,8 +4,10 @@
 // A value computed in blocks carries them in OnnxValue::blocked; its
 // OnnxValue::tensor is a lazy NCHW copy, computed only if an op outside the
 // chain reads it. The chain:
-//   - starts at a 1x1 convolution whose NCHW kernel would waste lanes (a
-//     small map: StartsChannelBlocks), its input copied into blocks once;
+//   - starts at a 1x1 convolution (BlockablePointwise) whose NCHW kernel
+//     would waste lanes (a small map: WastesLanes) or whose readers keep the
+//     blocks (ChainContinues), its input copied into blocks once (the rule
+//     is in ops_nn.cc, ChannelBlockedConv);
 //   - continues through the 1x1 and depthwise convolutions that read a
 //     blocked input (ops_nn.cc), the elementwise ops of BlockedElementwise
 //     whose other operands broadcast per channel or are whole maps
@@ -32,11 +34,13 @@ OnnxValue BlockedValue(const Tensor& blocked);
 // W, 16).
 Tensor CopyIntoBlocks(const Tensor& x);
 
-// Whether a 1x1 convolution of an NCHW input of shape `x` by a weight of
-// shape `w` starts a chain: channels in multiples of the block, and a map
-// whose NCHW kernel wastes at least 1/10 of its lanes (7 x 7, 14 x 14) on
-// rows the register tile divides.
-bool StartsChannelBlocks(const Shape& x, const Shape& w, const Tensor::ConvOptions& o);
+// Whether a convolution of an NCHW input of shape `x` by a weight of shape
+// `w` is a 1x1 one a chain can start at (channels in multiples of the
+// block, stride 1, no padding), and whether its map is one whose NCHW
+// kernel wastes at least 1/10 of its lanes (7 x 7, 14 x 14) on rows the
+// register tile divides.
+bool BlockablePointwise(const Shape& x, const Shape& w, const Tensor::ConvOptions& o);
+bool WastesLanes(const Shape& x);
 
 // Whether every reader of `name` in `scope` (followed through the ops of
 // BlockedElementwise, a few deep) keeps channel blocks of `channels`

@@ -72,10 +72,11 @@ std::unique_ptr<OnnxModel> BlockModel(bool constant_weights, bool outside = fals
 // On a 7 x 7 map the first 1x1 convolution starts a chain (its NCHW kernel
 // would fill 49 of 64 lanes; 128 products per copied input element, and its
 // readers keep the blocks) through the depthwise one, the elementwise ops,
-// the SE scale and the second 1x1 one: three weights laid out once. On a
-// 16 x 16 map (256 pixels, every lane used) nothing starts one, nor when an
-// op outside the chain also reads the first convolution's output (32 -> 128
-// channels do not pay for both copies).
+// the SE scale and the second 1x1 one: three weights laid out once. So on a
+// 16 x 16 map (256 pixels, every lane used): the convolution expands the
+// channels and its readers keep the blocks. Not when an op outside the
+// chain also reads the first convolution's output (32 -> 128 channels do
+// not pay for both copies).
 TEST(ChannelBlocksTest, AChainGivesWhatThePlainModelGives) {
   auto blocked = BlockModel(true), plain = BlockModel(false);
   ASSERT_TRUE(blocked && plain);
@@ -87,7 +88,7 @@ TEST(ChannelBlocksTest, AChainGivesWhatThePlainModelGives) {
     bool outside;
   } cases[] = {{{1, kIn, 7, 7}, 3, false},
                {{2, kIn, 14, 14}, 3, false},
-               {{1, kIn, 16, 16}, 0, false},
+               {{1, kIn, 16, 16}, 3, false},
                {{1, kIn, 7, 7}, 0, true}};
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::Message() << c.x[2] << (c.outside ? " outside" : ""));
@@ -105,21 +106,25 @@ TEST(ChannelBlocksTest, AChainGivesWhatThePlainModelGives) {
   EXPECT_EQ(plain->derived_weights(), 0u);
 }
 
-TEST(ChannelBlocksTest, StartRule) {
+TEST(ChannelBlocksTest, PointwiseConvolutionsOnMapsThatWasteLanes) {
   Tensor::ConvOptions o;
   o.stride = {1, 1};
   o.dilation = {1, 1};
   o.padding = {{0, 0}, {0, 0}};
-  EXPECT_TRUE(StartsChannelBlocks({1, 256, 14, 14}, {1024, 256, 1, 1}, o));  // 196 in 224
-  EXPECT_TRUE(StartsChannelBlocks({8, 512, 7, 7}, {2048, 512, 1, 1}, o));    // 49 in 64
-  EXPECT_FALSE(StartsChannelBlocks({1, 256, 28, 28}, {64, 256, 1, 1}, o));   // 784: no waste
-  EXPECT_FALSE(StartsChannelBlocks({1, 24, 7, 7}, {144, 24, 1, 1}, o));      // 24 channels
-  EXPECT_FALSE(StartsChannelBlocks({1, 256, 7, 7}, {40, 256, 1, 1}, o));     // 40 channels
-  EXPECT_FALSE(StartsChannelBlocks({1, 512, 13, 13}, {1024, 512, 1, 1}, o)); // 13: no tile
-  EXPECT_FALSE(StartsChannelBlocks({1, 64, 7, 7}, {64, 64, 3, 3}, o));       // 3x3
+  EXPECT_TRUE(BlockablePointwise({1, 256, 14, 14}, {1024, 256, 1, 1}, o));
+  EXPECT_FALSE(BlockablePointwise({1, 24, 7, 7}, {144, 24, 1, 1}, o));   // 24 channels
+  EXPECT_FALSE(BlockablePointwise({1, 256, 7, 7}, {40, 256, 1, 1}, o));  // 40 channels
+  EXPECT_FALSE(BlockablePointwise({1, 64, 7, 7}, {64, 64, 3, 3}, o));    // 3x3
   Tensor::ConvOptions strided = o;
   strided.stride = {2, 2};
-  EXPECT_FALSE(StartsChannelBlocks({1, 256, 14, 14}, {512, 256, 1, 1}, strided));
+  EXPECT_FALSE(BlockablePointwise({1, 256, 14, 14}, {512, 256, 1, 1}, strided));
+  Tensor::ConvOptions padded = o;
+  padded.padding = {{1, 1}, {1, 1}};
+  EXPECT_FALSE(BlockablePointwise({1, 256, 14, 14}, {512, 256, 1, 1}, padded));
+  EXPECT_TRUE(WastesLanes({1, 256, 14, 14}));   // 196 pixels in 224 lanes
+  EXPECT_TRUE(WastesLanes({8, 512, 7, 7}));     // 49 in 64
+  EXPECT_FALSE(WastesLanes({1, 256, 28, 28}));  // 784: none wasted
+  EXPECT_FALSE(WastesLanes({1, 512, 13, 13}));  // 13 pixels a row: no tile
 }
 
 TEST(ChannelBlocksTest, ElementwiseOpsThatTreatEveryElementAlike) {

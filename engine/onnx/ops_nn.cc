@@ -235,9 +235,9 @@ std::optional<Tensor> ChannelsInnermostConv(OpContext& ctx, const Tensor& x, con
 
 // A 1x1 or depthwise 2-D convolution by the model's constant float32
 // weight, on the CPU, in channel blocks (channel_blocks.h): when its input
-// is blocked already, or (a 1x1 one) when StartsChannelBlocks says a chain
-// starts here, its input then copied into blocks. The weight is laid out
-// once (DerivedWeights). The output value is blocked.
+// is blocked already, or (a 1x1 one) when a chain starts here (the rule
+// below), its input then copied into blocks. The weight is laid out once
+// (DerivedWeights). The output value is blocked.
 std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                             const Tensor* bias, const Tensor::ConvOptions& o) {
   constexpr int64_t kB = Tensor::kChannelBlock;
@@ -253,19 +253,25 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
   const std::optional<Tensor>& in = ctx.Raw(0).blocked;
   if (!(pointwise || depthwise)) return std::nullopt;
   if (!in) {
-    // A chain starts here when the input copied into blocks pays: the
-    // convolution alone pays for both copies (its own input and output,
-    // 128+ products per copied element: 192 <-> 1152 channels gained 10%
-    // so, 96 <-> 576 lost to its copies), or its readers keep the blocks
-    // and it has 128+ products per copied input element (DenseNet-121's
-    // 1x1 convolutions, read by a BatchNormalization and each copying its
-    // whole concatenated input, made the model 1.55x slower without this).
-    if (!pointwise || !StartsChannelBlocks(x.shape(), w.shape(), o)) return std::nullopt;
+    // A chain starts at a 1x1 convolution when copying its input into
+    // blocks pays: on a map whose NCHW kernel wastes lanes, the convolution
+    // alone pays for both copies (its input and its output: 128+ products
+    // per copied element; 192 <-> 1152 channels gained 10% so, 96 <-> 576
+    // lost to its copies), or its readers keep the blocks (no copy out) and
+    // it has 128+ products per copied input element; on any map, its
+    // readers keep the blocks and it expands the channels (the copied input
+    // is at most its output: MobileNet's expansions feeding depthwise
+    // ones). (DenseNet-121's 1x1 convolutions, read by a BatchNormalization
+    // and each copying its whole concatenated input, made the model 1.55x
+    // slower when they started chains.)
+    if (!pointwise || !BlockablePointwise(x.shape(), w.shape(), o)) return std::nullopt;
     const Scope* scope = ctx.builder()->current_scope();
-    const bool pays = cin * cout >= 128 * (cin + cout);
-    const bool continues = cout >= 128 && scope != nullptr &&
-                           ChainContinues(ctx.node().output(0), *scope, cout);
-    if (!pays && !continues) return std::nullopt;
+    const bool continues =
+        scope != nullptr && ChainContinues(ctx.node().output(0), *scope, cout);
+    const bool small = WastesLanes(x.shape());
+    if (!(small && (cin * cout >= 128 * (cin + cout) || (continues && cout >= 128))) &&
+        !(continues && cout >= cin))
+      return std::nullopt;
   }
   absl::StatusOr<Tensor> wb =
       derived->Get(absl::StrCat(ctx.node().input(1), "/channel_blocked/", w.dtype().Name()),
