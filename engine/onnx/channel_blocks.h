@@ -26,9 +26,12 @@
 
 namespace kiln {
 
-// The value of a blocked tensor (N, CB, H, W, 16): `blocked` it, `tensor`
-// its NCHW copy (a plain reshape when H = W = 1).
-OnnxValue BlockedValue(const Tensor& blocked);
+// The value of `channels` channels of a blocked tensor (N, CB, H, W, 16):
+// `blocked` it, `tensor` its NCHW copy (a plain reshape when H = W = 1).
+// Channels short of whole blocks are padded: the padded lanes hold finite
+// values that no later layer reads (zero weights; a per-channel operand is
+// padded with 1, a map with 0).
+OnnxValue BlockedValue(const Tensor& blocked, int64_t channels);
 
 // A chain's first input `x` (N, C, H, W) copied into blocks (N, C / 16, H,
 // W, 16).
@@ -43,23 +46,26 @@ bool BlockablePointwise(const Shape& x, const Shape& w, const Tensor::ConvOption
 bool WastesLanes(const Shape& x);
 
 // Whether every reader of `name` in `scope` (followed through the ops of
-// BlockedElementwise, a few deep) keeps channel blocks of `channels`
-// channels: a 1x1 or depthwise convolution of those channels, or a global
-// average pool. False for a graph output or unknown readers.
+// BlockedElementwise) keeps channel blocks of `channels` channels: a 1x1 or
+// depthwise convolution of those channels whose own readers do so in turn
+// (one convolution deeper), or a global average pool. False for a graph
+// output or unknown readers.
 bool ChainContinues(const std::string& name, const Scope& scope, int64_t channels);
 
 // Whether `op_type` is an elementwise op that treats every element alike
 // (no axis attribute), so that it can run on blocked operands.
 bool BlockedElementwise(const std::string& op_type);
 
-// When some input of an elementwise op is blocked and every other tensor
-// input can be seen in the same blocks (broadcast per channel, a scalar, or
-// a whole (N, C, H, W) map viewed in blocks), fills `out` with the inputs in
-// blocks (pointers into `storage`) and returns true. Host inputs are
-// uploaded with `engine` / `device`.
-bool SubstituteChannelBlocks(const std::vector<const OnnxValue*>& inputs, Engine* engine,
+// When some input of elementwise op `op_type` is blocked and every other
+// tensor input can be seen in the same blocks (broadcast per channel, a
+// scalar, or a whole (N, C, H, W) map viewed in blocks), fills `out` with
+// the inputs in blocks (pointers into `storage`), `channels` with the
+// output's channel count, and returns true. Host inputs are uploaded with
+// `engine` / `device`.
+bool SubstituteChannelBlocks(const std::string& op_type,
+                             const std::vector<const OnnxValue*>& inputs, Engine* engine,
                              const std::string& device, std::vector<OnnxValue>* storage,
-                             std::vector<const OnnxValue*>* out);
+                             std::vector<const OnnxValue*>* out, int64_t* channels);
 
 }  // namespace kiln
 

@@ -30,9 +30,9 @@ const Weight kWeights[] = {{"w1", {kMid, kIn, 1, 1}, 1},
 
 // x (N, 32, H, W) -> 1x1 to 64 (bias) -> Clip(0, 6) -> depthwise 3x3 (pads
 // 1) -> HardSwish -> * per-channel constant -> * SE scale (the sigmoid of
-// its own global average) -> 1x1 to 32 -> + x -> y; also z = Softmax of the
-// depthwise output over the channels (an op outside the chain, reading the
-// NCHW copy) and p = GlobalAveragePool(y). The weights are initializers, or
+// its own global average) -> 1x1 to 32 (o) -> + x -> y; also z = Softmax of
+// o over the channels (an op outside the chain, reading the NCHW copy) and
+// p = GlobalAveragePool(y). The weights are initializers, or
 // else inputs. With `outside`, a Softmax also reads the first convolution's
 // output.
 std::unique_ptr<OnnxModel> BlockModel(bool constant_weights, bool outside = false) {
@@ -63,7 +63,7 @@ std::unique_ptr<OnnxModel> BlockModel(bool constant_weights, bool outside = fals
   b.Node("Mul", {"m", "q"}, {"se"});
   b.Node("Conv", {"se", "w2"}, {"o"});
   b.Node("Add", {"o", "x"}, {"y"});
-  AttrInt(b.Node("Softmax", {"d"}, {"z"}), "axis", 1);
+  AttrInt(b.Node("Softmax", {"o"}, {"z"}), "axis", 1);
   b.Node("GlobalAveragePool", {"y"}, {"p"});
   if (outside) AttrInt(b.Node("Softmax", {"e"}, {"f"}), "axis", 1);
   return Load(b);

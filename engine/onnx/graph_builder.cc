@@ -173,8 +173,10 @@ absl::Status GraphBuilder::Dispatch(const onnx::NodeProto& node, Scope* scope) {
   // An elementwise op on a value kept in channel blocks runs on the blocks
   // (channel_blocks.h); its outputs are blocked values.
   std::vector<OnnxValue> in_blocks;
+  int64_t channels = 0;
   const bool blocked = BlockedElementwise(node.op_type()) && !all_host &&
-                       SubstituteChannelBlocks(inputs, engine(), device(), &in_blocks, &inputs);
+                       SubstituteChannelBlocks(node.op_type(), inputs, engine(), device(),
+                                               &in_blocks, &inputs, &channels);
   OpContext ctx(node, static_cast<int>(opset), this, std::move(inputs));
   bool done = false;
   if (def->fold && all_host) {
@@ -205,7 +207,7 @@ absl::Status GraphBuilder::Dispatch(const onnx::NodeProto& node, Scope* scope) {
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
     OnnxValue& out = ctx.outputs()[i];
-    if (blocked && out.tensor) out = BlockedValue(*out.tensor);
+    if (blocked && out.tensor) out = BlockedValue(*out.tensor, channels);
     scope->Set(node.output(i), std::move(out));
   }
   return absl::OkStatus();

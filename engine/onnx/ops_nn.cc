@@ -243,12 +243,12 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
   constexpr int64_t kB = Tensor::kChannelBlock;
   DerivedWeights* derived = CpuDerivedWeights(ctx);
   if (derived == nullptr || x.ndim() != 4 || w.ndim() != 4 || x.dtype() != dtypes::kFloat32 ||
-      w.dtype() != dtypes::kFloat32 || w.shape()[0] % kB != 0)
+      w.dtype() != dtypes::kFloat32)
     return std::nullopt;
   const int64_t cin = x.shape()[1], cout = w.shape()[0];
-  const bool pointwise = o.groups == 1 && w.shape()[1] == cin && cin % kB == 0 &&
-                         w.shape()[2] == 1 && w.shape()[3] == 1 &&
-                         o.padding == Pads(2, {0, 0}) && o.stride[0] == o.stride[1];
+  const bool pointwise = o.groups == 1 && w.shape()[1] == cin && w.shape()[2] == 1 &&
+                         w.shape()[3] == 1 && o.padding == Pads(2, {0, 0}) &&
+                         o.stride[0] == o.stride[1];
   const bool depthwise = o.groups == cin && cout == cin && w.shape()[1] == 1;
   const std::optional<Tensor>& in = ctx.Raw(0).blocked;
   if (!(pointwise || depthwise)) return std::nullopt;
@@ -280,9 +280,12 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
   const Tensor xb = in ? *in : CopyIntoBlocks(x);
   Tensor y = pointwise ? xb.PointwiseBlocked(*wb, o.stride[0])
                        : xb.DepthwiseBlocked(*wb, o.stride, o.dilation, o.padding);
-  if (bias) y = y + bias->Cast(y.dtype()).Reshape({1, cout / kB, 1, 1, kB});
+  if (bias) {
+    const int64_t padded = y.shape()[1] * kB;
+    y = y + bias->Cast(y.dtype()).Pad({{0, padded - cout}}).Reshape({1, padded / kB, 1, 1, kB});
+  }
   if (!y.ok()) return std::nullopt;
-  return BlockedValue(y);
+  return BlockedValue(y, cout);
 }
 
 absl::Status ConvOp(OpContext& ctx) {
@@ -468,7 +471,7 @@ absl::Status GlobalPoolOp(OpContext& ctx, PoolKind kind) {
     // In channel blocks: the mean of each block's lanes, which is already
     // (N, C, 1, 1) in memory (channel_blocks.h).
     const std::optional<Tensor>& in = ctx.Raw(0).blocked;
-    if (in && x.ndim() == 4) ctx.SetValue(0, BlockedValue(in->Mean({2, 3}, true)));
+    if (in && x.ndim() == 4) ctx.SetValue(0, BlockedValue(in->Mean({2, 3}, true), x.shape()[1]));
     else ctx.Set(0, x.GlobalAvgPool());
   } else {
     double p = static_cast<double>(ctx.Int("p", 2));

@@ -339,8 +339,9 @@ class Tensor {
   // *spatial, 16) and back (views; C a multiple of kChannelBlock); a 1x1
   // weight (Cout, Cin, 1, 1) laid out (Cout / 16, Cin / 16, ci, co) or a
   // depthwise one (C, 1, kh, kw) as (C / 16, kh, kw, c), float32, on the
-  // host; and the 1x1 and 2-D depthwise convolutions of blocked inputs with
-  // such weights, blocked outputs (no bias).
+  // host, channel counts rounded up to whole blocks with zero weights; and
+  // the 1x1 and 2-D depthwise convolutions of blocked inputs with such
+  // weights, blocked outputs (no bias).
   static constexpr int64_t kChannelBlock = 16;
   Tensor ToChannelBlocks() const;
   Tensor FromChannelBlocks() const;

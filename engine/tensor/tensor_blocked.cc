@@ -26,6 +26,7 @@ namespace {
 constexpr int64_t kB = Tensor::kChannelBlock;
 
 bool Blockable(int64_t channels) { return channels > 0 && channels % kB == 0; }
+int64_t Blocks(int64_t channels) { return (channels + kB - 1) / kB; }
 }  // namespace
 
 Tensor Tensor::ToChannelBlocks() const {
@@ -54,30 +55,32 @@ Tensor Tensor::FromChannelBlocks() const {
 
 // On the host, like the Winograd weights and the panels: a permuting copy
 // as a device kernel would be one more kernel to compile per weight shape.
+// Channels short of a whole block are zero weights: the lanes of a padded
+// block (24 channels in 32) then add nothing to any output, and the padded
+// output channels are 0.
 Tensor Tensor::ChannelBlockedWeights() const {
   if (!ok()) return *this;
   const bool depthwise = ndim() == 4 && shape()[1] == 1;
   const bool pointwise = ndim() == 4 && shape()[2] == 1 && shape()[3] == 1;
-  if (dtype() != dtypes::kFloat32 || !(depthwise || pointwise) || !Blockable(shape()[0]) ||
-      (!depthwise && !Blockable(shape()[1])))
+  if (dtype() != dtypes::kFloat32 || !(depthwise || pointwise) || shape()[0] < 1 || shape()[1] < 1)
     return Fail(*this, absl::StrCat("channel blocks: weight ", ShapeStr(shape()), " of ",
-                                    dtype().Name(), " is not a float32 1x1 or depthwise weight ",
-                                    "with channels in multiples of ", kB));
+                                    dtype().Name(), " is not a float32 1x1 or depthwise weight"));
   const int64_t cout = shape()[0], cin = shape()[1], kh = shape()[2], kw = shape()[3];
-  const int64_t taps = kh * kw;
-  Shape out = depthwise ? Shape{cout / kB, kh, kw, kB} : Shape{cout / kB, cin / kB, kB, kB};
+  const int64_t taps = kh * kw, cob = Blocks(cout), cb = Blocks(cin);
+  Shape out = depthwise ? Shape{cob, kh, kw, kB} : Shape{cob, cb, kB, kB};
   Tensor copy = *this, laid_out;
   absl::Status read = copy.ReadHost([&](const void* src) {
     const float* w = static_cast<const float*>(src);
     laid_out = FromFill(engine(), out, dtype(), device(), [&](void* dst) {
       float* p = static_cast<float*>(dst);
+      std::fill(p, p + kiln::Prod(out), 0.0f);
       for (int64_t o = 0; o < cout; ++o) {
         const int64_t ob = o / kB, oc = o % kB;
         if (depthwise) {  // (C, 1, kh, kw) -> (C / 16, kh, kw, c)
           for (int64_t t = 0; t < taps; ++t) p[static_cast<size_t>((ob * taps + t) * kB + oc)] = w[o * taps + t];
         } else {  // (Cout, Cin) -> (Cout / 16, Cin / 16, ci, co)
           for (int64_t i = 0; i < cin; ++i)
-            p[static_cast<size_t>(((ob * (cin / kB) + i / kB) * kB + i % kB) * kB + oc)] = w[o * cin + i];
+            p[static_cast<size_t>(((ob * cb + i / kB) * kB + i % kB) * kB + oc)] = w[o * cin + i];
         }
       }
     });
