@@ -42,9 +42,13 @@ Tensor StemConv(Engine* e, const std::string& dev, int64_t k, bool innermost) {
   return x.Conv(w, &b, o).Relu();
 }
 
-// The size (before the opts) of the axis the heuristics vectorize in the
-// one reduce kernel of `t`'s schedule, with 512-bit vectors available.
-int64_t VectorizedAxisSize(const Tensor& t) {
+// The opts the heuristics choose for the one reduce kernel of `t`'s
+// schedule, with 512-bit vectors, and its axes' sizes before and after.
+struct Choice {
+  std::vector<Opt> opts;
+  std::vector<int64_t> before, after;
+};
+Choice Choose(const Tensor& t) {
   RendererOptions ro;
   ro.vector_bytes = 32;
   ro.wide_vector_bytes = 64;
@@ -53,13 +57,22 @@ int64_t VectorizedAxisSize(const Tensor& t) {
     auto k = Kernel::Create(item.ast, ro);
     EXPECT_TRUE(k.ok()) << k.status();
     if (!k.ok() || k->reduce() == nullptr) continue;
-    const std::vector<int64_t> shape = k->full_shape();
+    Choice c;
+    c.before = k->full_shape();
     k->HandCodedOptimizations();
-    for (const Opt& o : k->applied())
-      if (o.op == OptOp::kUpcast && o.vector) return shape[o.axis];
-    return 0;
+    c.opts = k->applied();
+    c.after = k->full_shape();
+    return c;
   }
   ADD_FAILURE() << "no reduce kernel";
+  return {};
+}
+
+// The size (before the opts) of the axis the heuristics vectorize.
+int64_t VectorizedAxisSize(const Tensor& t) {
+  const Choice c = Choose(t);
+  for (const Opt& o : c.opts)
+    if (o.op == OptOp::kUpcast && o.vector) return c.before[o.axis];
   return 0;
 }
 
@@ -86,28 +99,6 @@ TEST_F(KernelCpuTest, StridedStemsMatchTheInterpreter) {
     }
 }
 
-// The opts and the axis order (sizes after the opts) the heuristics choose
-// for the one reduce kernel of `t`'s schedule, with 512-bit vectors.
-struct Choice {
-  std::vector<Opt> opts;
-  std::vector<int64_t> shape;
-};
-Choice Choose(const Tensor& t) {
-  RendererOptions ro;
-  ro.vector_bytes = 32;
-  ro.wide_vector_bytes = 64;
-  ro.vector_registers = 32;
-  for (const ScheduleItem& item : Sched({t}).items) {
-    auto k = Kernel::Create(item.ast, ro);
-    EXPECT_TRUE(k.ok()) << k.status();
-    if (!k.ok() || k->reduce() == nullptr) continue;
-    k->HandCodedOptimizations();
-    return {k->applied(), k->full_shape()};
-  }
-  ADD_FAILURE() << "no reduce kernel";
-  return {};
-}
-
 // A 1x1 convolution in channel blocks (tensor_blocked.cc) of a 7 x 7 map,
 // 512 -> 2048 channels: the lanes are a block of 16 output channels, the
 // tile 7 pixels x 2 blocks (14 of the 16 accumulators), and the blocks run
@@ -122,7 +113,7 @@ TEST_F(KernelCpuTest, BlockedPointwiseTilesPixelsAndTwoBlocks) {
   EXPECT_EQ(c.opts[1].amount, 7);  // pixels of a row
   EXPECT_EQ(c.opts[2].amount, 2);  // channel blocks
   // After the opts: the 64 pairs of blocks before the 7 rows.
-  auto at = [&](int64_t n) { return std::find(c.shape.begin(), c.shape.end(), n) - c.shape.begin(); };
+  auto at = [&](int64_t n) { return std::find(c.after.begin(), c.after.end(), n) - c.after.begin(); };
   EXPECT_LT(at(64), at(7));
 }
 
