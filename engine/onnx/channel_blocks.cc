@@ -164,16 +164,22 @@ bool SubstituteChannelBlocks(const std::string& op_type,
                              std::vector<const OnnxValue*>* out, int64_t* channels) {
   // The shape every input broadcasts to (4-D, from a blocked input).
   std::optional<Shape> full;
-  bool any = false;
   for (const OnnxValue* v : inputs) {
     if (v == nullptr || v->kind == OnnxValue::Kind::kNone) continue;
     if (!v->is_tensor()) return false;
-    any |= v->blocked.has_value();
     absl::StatusOr<Shape> b = full ? BroadcastShapes(*full, v->shape()) : v->shape();
     if (!b.ok()) return false;
     full = *b;
   }
-  if (!any || !full || full->size() != 4) return false;
+  if (!full || full->size() != 4) return false;
+  // A blocked input is read in its blocks when it has the output's
+  // channels; one broadcast along them (a single channel) would pair its
+  // padded lanes with the others' channels, so it is read like any tensor.
+  auto in_own_blocks = [&](const OnnxValue* v) {
+    return v != nullptr && v->blocked && v->tensor && v->tensor->ndim() == 4 &&
+           v->tensor->shape()[1] == (*full)[1];
+  };
+  if (std::none_of(inputs.begin(), inputs.end(), in_own_blocks)) return false;
   // A division could make a padded lane infinite (1 / 0), and a 0 weight
   // would not cancel it: partial blocks stop at one.
   if (op_type == "Div" && (*full)[1] % kB != 0) return false;
@@ -181,10 +187,12 @@ bool SubstituteChannelBlocks(const std::string& op_type,
   storage->clear();
   storage->reserve(inputs.size());
   for (const OnnxValue* v : inputs) {
-    if (v == nullptr || v->kind == OnnxValue::Kind::kNone || v->blocked ||
-        (v->host && v->host->numel() == 1)) {
+    if (in_own_blocks(v)) {
+      storage->push_back(OnnxValue::FromTensor(*v->blocked));
+      continue;
+    }
+    if (v == nullptr || v->kind == OnnxValue::Kind::kNone || (v->host && v->host->numel() == 1)) {
       storage->push_back(v == nullptr ? OnnxValue() : *v);
-      if (v && v->blocked) storage->back() = OnnxValue::FromTensor(*v->blocked);
       continue;
     }
     Tensor t = v->tensor ? *v->tensor : v->host->ToTensor(engine, device);

@@ -127,6 +127,41 @@ TEST(ChannelBlocksTest, PointwiseConvolutionsOnMapsThatWasteLanes) {
   EXPECT_FALSE(WastesLanes({1, 512, 13, 13}));  // 13 pixels a row: no tile
 }
 
+// Elementwise operands in blocks: a blocked value with the output's
+// channels is read in its blocks; a per-channel one (padded with 1 to whole
+// blocks) and a blocked value of one channel, broadcast along the channels,
+// are reshaped (the latter's padded lanes must not pair with channels
+// 1-15). The op on the substitutes gives the NCHW op's values.
+TEST(ChannelBlocksTest, OperandsSeenInBlocks) {
+  Tensor x = F(Ramp(24 * 9, 1), {1, 24, 3, 3});
+  Tensor one = F(Ramp(9, 2), {1, 1, 3, 3});
+  Tensor scale = F(Ramp(24, 3), {24, 1, 1});
+  OnnxValue vx = BlockedValue(CopyIntoBlocks(x), 24);
+  OnnxValue vone = BlockedValue(CopyIntoBlocks(one.Pad({{0, 0}, {0, 15}, {0, 0}, {0, 0}})), 1);
+  OnnxValue vscale = OnnxValue::FromTensor(scale);
+  EXPECT_EQ(vx.blocked->shape(), (Shape{1, 2, 3, 3, 16}));
+  std::vector<OnnxValue> storage;
+  std::vector<const OnnxValue*> in;
+  int64_t channels = 0;
+  ASSERT_TRUE(SubstituteChannelBlocks("Mul", {&vx, &vone, &vscale}, TestEngine(), "CPU",
+                                      &storage, &in, &channels));
+  EXPECT_EQ(channels, 24);
+  ASSERT_EQ(in.size(), 3u);
+  EXPECT_EQ(in[0]->tensor->shape(), (Shape{1, 2, 3, 3, 16}));
+  EXPECT_EQ(in[1]->tensor->shape(), (Shape{1, 1, 3, 3, 1}));
+  EXPECT_EQ(in[2]->tensor->shape(), (Shape{1, 2, 1, 1, 16}));
+  Tensor got = *in[0]->tensor * *in[1]->tensor * *in[2]->tensor;
+  Tensor nchw = *BlockedValue(got, 24).tensor;
+  ExpectNear(Values(nchw), Values(x * one * scale), 1e-6, 1e-6);
+  // Nothing blocked: nothing to substitute; a division of partial blocks
+  // could divide a padded lane by 0.
+  OnnxValue plain = OnnxValue::FromTensor(x);
+  EXPECT_FALSE(SubstituteChannelBlocks("Mul", {&plain, &vscale}, TestEngine(), "CPU", &storage,
+                                       &in, &channels));
+  EXPECT_FALSE(SubstituteChannelBlocks("Div", {&vscale, &vx}, TestEngine(), "CPU", &storage, &in,
+                                       &channels));
+}
+
 TEST(ChannelBlocksTest, ElementwiseOpsThatTreatEveryElementAlike) {
   for (const char* op : {"Add", "Mul", "Relu", "Clip", "HardSwish", "Sigmoid", "PRelu"})
     EXPECT_TRUE(BlockedElementwise(op)) << op;
