@@ -106,6 +106,49 @@ TEST(ChannelBlocksTest, AChainGivesWhatThePlainModelGives) {
   EXPECT_EQ(plain->derived_weights(), 0u);
 }
 
+// y = GlobalAveragePool(1x1 to 16 of Clip(depthwise 3x3 of Clip(3x3 stride-2
+// stem, 3 -> 24 channels))), the weights initializers or else inputs: the
+// stem writes blocks (its readers keep them), so does the rest; three
+// weights laid out, the plain model's values.
+std::unique_ptr<OnnxModel> StemModel(bool constant_weights) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 3, -1, -1}).Output("y");
+  const Weight weights[] = {{"ws", {24, 3, 3, 3}, 1}, {"wd", {24, 1, 3, 3}, 2}, {"wp", {16, 24, 1, 1}, 3}};
+  for (const Weight& w : weights) {
+    std::vector<float> v = Ramp(Prod(w.shape), w.seed);
+    if (constant_weights)
+      b.Init(w.name, HostTensor::FromDoubles({v.begin(), v.end()}, w.shape, dtypes::kFloat32));
+    else
+      b.Input(w.name, TensorProto::FLOAT, w.shape);
+  }
+  b.Init("lo", HostTensor::FromDoubles({0}, {}, dtypes::kFloat32));
+  b.Init("hi", HostTensor::FromDoubles({6}, {}, dtypes::kFloat32));
+  onnx::NodeProto* stem = b.Node("Conv", {"x", "ws"}, {"s"});
+  AttrInts(stem, "pads", {1, 1, 1, 1});
+  AttrInts(stem, "strides", {2, 2});
+  b.Node("Clip", {"s", "lo", "hi"}, {"r"});
+  onnx::NodeProto* dw = b.Node("Conv", {"r", "wd"}, {"d"});
+  AttrInts(dw, "pads", {1, 1, 1, 1});
+  AttrInt(dw, "group", 24);
+  b.Node("Clip", {"d", "lo", "hi"}, {"q"});
+  b.Node("Conv", {"q", "wp"}, {"p"});
+  b.Node("GlobalAveragePool", {"p"}, {"y"});
+  return Load(b);
+}
+
+TEST(ChannelBlocksTest, AStemWritesBlocks) {
+  auto blocked = StemModel(true), plain = StemModel(false);
+  ASSERT_TRUE(blocked && plain);
+  const Shape xs = {2, 3, 17, 20};
+  Tensor x = F(Ramp(Prod(xs), 4), xs);
+  std::vector<double> got = RunOne(*blocked, {x});
+  EXPECT_EQ(blocked->derived_weights(), 3u);
+  ExpectNear(got,
+             RunOne(*plain, {x, F(Ramp(24 * 27, 1), {24, 3, 3, 3}), F(Ramp(24 * 9, 2), {24, 1, 3, 3}),
+                             F(Ramp(16 * 24, 3), {16, 24, 1, 1})}),
+             1e-4, 1e-4);
+}
+
 TEST(ChannelBlocksTest, PointwiseConvolutionsOnMapsThatWasteLanes) {
   Tensor::ConvOptions o;
   o.stride = {1, 1};

@@ -251,6 +251,27 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
                          o.stride[0] == o.stride[1];
   const bool depthwise = o.groups == cin && cout == cin && w.shape()[1] == 1;
   const std::optional<Tensor>& in = ctx.Raw(0).blocked;
+  // An image stem (a few input channels, any window) whose readers keep the
+  // blocks writes its output in blocks straight away: the input broadcast,
+  // 16 output channels per vector, no copy into blocks after it.
+  constexpr int64_t kStemChannels = 4;
+  if (!in && !pointwise && !depthwise && o.groups == 1 && cin <= kStemChannels &&
+      w.shape()[1] == cin) {
+    const Scope* scope = ctx.builder()->current_scope();
+    if (scope == nullptr || !ChainContinues(ctx.node().output(0), *scope, cout))
+      return std::nullopt;
+    absl::StatusOr<Tensor> wb =
+        derived->Get(absl::StrCat(ctx.node().input(1), "/stem_blocked/", w.dtype().Name()),
+                     [&] { return w.StemBlockedWeights(); });
+    if (!wb.ok()) return std::nullopt;
+    Tensor y = x.ConvIntoBlocks(*wb, o.stride, o.dilation, o.padding);
+    if (bias) {
+      const int64_t padded = y.shape()[1] * kB;
+      y = y + bias->Cast(y.dtype()).Pad({{0, padded - cout}}).Reshape({1, padded / kB, 1, 1, kB});
+    }
+    if (!y.ok()) return std::nullopt;
+    return BlockedValue(y, cout);
+  }
   if (!(pointwise || depthwise)) return std::nullopt;
   if (!in) {
     // A chain starts at a 1x1 convolution when copying its input into

@@ -349,6 +349,13 @@ class Tensor {
   Tensor PointwiseBlocked(const Tensor& wb, int64_t stride) const;
   Tensor DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& stride,
                           const std::vector<int64_t>& dilation, const Pads& padding) const;
+  // A 2-D convolution of this NCHW input (an image) into channel blocks:
+  // the weight (Cout, Cin, kh, kw) laid out (Cout / 16, Cin, kh, kw, co)
+  // (StemBlockedWeights, output channels padded with zero weights), the
+  // output (N, Cout / 16, OH, OW, 16) (no bias).
+  Tensor StemBlockedWeights() const;
+  Tensor ConvIntoBlocks(const Tensor& wb, const std::vector<int64_t>& stride,
+                        const std::vector<int64_t>& dilation, const Pads& padding) const;
   // A constant matmul weight in panels (tensor_panels.cc): this (K, N), or
   // (N, K) when `transposed`, float32, stored as (ceil(N / panel), K,
   // panel) with the last panel zero-padded; this (..., M, K) times such

@@ -140,4 +140,45 @@ Tensor Tensor::DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& st
   return (win * wd.Permute({0, 3, 1, 2}).Reshape({1, ws[0], 1, 1, kB, ws[1], ws[2]})).Sum({5, 6});
 }
 
+Tensor Tensor::StemBlockedWeights() const {
+  if (!ok()) return *this;
+  if (dtype() != dtypes::kFloat32 || ndim() != 4 || kiln::Prod(shape()) < 1)
+    return Fail(*this, absl::StrCat("channel blocks: weight ", ShapeStr(shape()), " of ",
+                                    dtype().Name(), " is not a float32 2-D convolution weight"));
+  const int64_t cout = shape()[0], per = shape()[1] * shape()[2] * shape()[3];
+  const Shape out = {Blocks(cout), shape()[1], shape()[2], shape()[3], kB};
+  Tensor copy = *this, laid_out;
+  absl::Status read = copy.ReadHost([&](const void* src) {
+    const float* w = static_cast<const float*>(src);
+    laid_out = FromFill(engine(), out, dtype(), device(), [&](void* dst) {
+      float* p = static_cast<float*>(dst);
+      std::fill(p, p + kiln::Prod(out), 0.0f);
+      for (int64_t o = 0; o < cout; ++o)  // (Cout, Cin * kh * kw) -> (Cout / 16, ..., co)
+        for (int64_t i = 0; i < per; ++i)
+          p[static_cast<size_t>(((o / kB) * per + i) * kB + o % kB)] = w[o * per + i];
+    });
+  });
+  if (!read.ok()) return TensorInternal::ErrorLike(*this, read);
+  return laid_out;
+}
+
+Tensor Tensor::ConvIntoBlocks(const Tensor& wb, const std::vector<int64_t>& stride,
+                              const std::vector<int64_t>& dilation, const Pads& padding) const {
+  if (!ok()) return *this;
+  if (!wb.ok()) return wb;
+  const Shape& ws = wb.shape();
+  if (ndim() != 4 || wb.ndim() != 5 || ws[1] != shape()[1] || ws[4] != kB)
+    return Fail(*this, absl::StrCat("channel blocks: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(ws), " do not make a 2-D convolution"));
+  // (N, Cin, OH, OW, kh, kw) -> (N, 1, OH, OW, 1, Cin, kh, kw); the weight
+  // (COB, Cin, kh, kw, co) -> (1, COB, 1, 1, co, Cin, kh, kw); summed over
+  // Cin and the taps: the output pixels' blocks, the input broadcast.
+  Tensor win = Pool({ws[2], ws[3]}, stride, dilation, padding);
+  if (!win.ok()) return win;
+  const Shape& v = win.shape();
+  Tensor x = win.Permute({0, 2, 3, 1, 4, 5}).Reshape({v[0], 1, v[2], v[3], 1, v[1], v[4], v[5]});
+  Tensor w = wb.Permute({0, 4, 1, 2, 3}).Reshape({1, ws[0], 1, 1, kB, ws[1], ws[2], ws[3]});
+  return (x * w).Sum({5, 6, 7});
+}
+
 }  // namespace kiln

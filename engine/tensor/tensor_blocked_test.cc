@@ -94,6 +94,36 @@ TEST_P(ChannelBlocksTest, PartialBlocksArePaddedWithZeroWeights) {
   EXPECT_EQ(wd.shape(), (Shape{2, 3, 3, 16}));
 }
 
+// An image stem into blocks: the NCHW input's windows broadcast against
+// 16 output channels per vector; 40 output channels pad the third block
+// with zero weights.
+TEST_P(ChannelBlocksTest, StemIntoBlocksMatchesConv) {
+  struct Case {
+    int64_t k, stride, cout;
+  } cases[] = {{3, 2, 40}, {7, 2, 32}, {3, 1, 16}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.k * 10 + c.stride);
+    const Shape xs = {2, 3, 13, 11};
+    Tensor x = T(GridValues(Prod(xs), 8), xs);
+    Tensor w = T(GridValues(c.cout * 3 * c.k * c.k, 9), {c.cout, 3, c.k, c.k});
+    Tensor wb = w.StemBlockedWeights();
+    ASSERT_TRUE(wb.ok()) << wb.status();
+    EXPECT_EQ(wb.shape(), (Shape{(c.cout + 15) / 16, 3, c.k, c.k, 16}));
+    Tensor::ConvOptions o;
+    o.stride = {c.stride, c.stride};
+    o.dilation = {1, 1};
+    o.padding = {{c.k / 2, c.k / 2}, {c.k / 2, c.k / 2}};
+    Tensor got = x.ConvIntoBlocks(wb, o.stride, o.dilation, o.padding).FromChannelBlocks();
+    ASSERT_TRUE(got.ok()) << got.status();
+    const Shape& gs = got.shape();
+    Check(got.Shrink({{0, gs[0]}, {0, c.cout}, {0, gs[2]}, {0, gs[3]}}), Values(x.Conv(w, nullptr, o)),
+          1e-4, 1e-4);
+  }
+  EXPECT_FALSE(T(Ramp(8, 0), {2, 4}).StemBlockedWeights().ok());                  // not 4-D
+  Tensor wb = T(Ramp(16 * 2 * 9, 0), {16, 2, 3, 3}).StemBlockedWeights();
+  EXPECT_FALSE(T(Ramp(3 * 16, 0), {1, 3, 4, 4}).ConvIntoBlocks(wb, {1, 1}, {1, 1}, {}).ok());
+}
+
 TEST_P(ChannelBlocksTest, BadShapesAreErrors) {
   EXPECT_FALSE(T(Ramp(16 * 16 * 9, 0), {16, 16, 3, 3}).ChannelBlockedWeights().ok());
   EXPECT_FALSE(T(Ramp(16 * 16, 0), {16, 16}).ChannelBlockedWeights().ok());
