@@ -6,8 +6,9 @@
 // chain reads it. The chain:
 //   - starts at a 1x1 convolution (BlockablePointwise) whose NCHW kernel
 //     would waste lanes (a small map: WastesLanes) or whose readers keep the
-//     blocks (ChainContinues), its input copied into blocks once (the rule
-//     is in ops_nn.cc, ChannelBlockedConv);
+//     blocks (ChainContinues), its input copied into blocks once, or at an
+//     image stem whose readers keep the blocks, written into blocks from
+//     the image (the rules are in ops_nn.cc, ChannelBlockedConv);
 //   - continues through the 1x1 and depthwise convolutions that read a
 //     blocked input (ops_nn.cc), the elementwise ops of BlockedElementwise
 //     whose other operands broadcast per channel or are whole maps
