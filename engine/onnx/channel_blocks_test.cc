@@ -24,6 +24,18 @@ struct Weight {
   Shape shape;
   int seed;
 };
+// The weights as initializers (Ramp values), or else as graph inputs.
+template <size_t N>
+void AddWeights(Builder* b, const Weight (&weights)[N], bool constant) {
+  for (const Weight& w : weights) {
+    std::vector<float> v = Ramp(Prod(w.shape), w.seed);
+    if (constant)
+      b->Init(w.name, HostTensor::FromDoubles({v.begin(), v.end()}, w.shape, dtypes::kFloat32));
+    else
+      b->Input(w.name, TensorProto::FLOAT, w.shape);
+  }
+}
+
 const Weight kWeights[] = {{"w1", {kMid, kIn, 1, 1}, 1},
                            {"wd", {kMid, 1, 3, 3}, 2},
                            {"w2", {kIn, kMid, 1, 1}, 3}};
@@ -39,13 +51,7 @@ std::unique_ptr<OnnxModel> BlockModel(bool constant_weights, bool outside = fals
   Builder b;
   b.Input("x", TensorProto::FLOAT, {-1, kIn, -1, -1}).Output("y").Output("z").Output("p");
   if (outside) b.Output("f");
-  for (const Weight& w : kWeights) {
-    std::vector<float> v = Ramp(Prod(w.shape), w.seed);
-    if (constant_weights)
-      b.Init(w.name, HostTensor::FromDoubles({v.begin(), v.end()}, w.shape, dtypes::kFloat32));
-    else
-      b.Input(w.name, TensorProto::FLOAT, w.shape);
-  }
+  AddWeights(&b, kWeights, constant_weights);
   std::vector<float> bias = Ramp(kMid, 4), scale = Ramp(kMid, 5);
   b.Init("b1", HostTensor::FromDoubles({bias.begin(), bias.end()}, {kMid}, dtypes::kFloat32));
   b.Init("s", HostTensor::FromDoubles({scale.begin(), scale.end()}, {kMid, 1, 1}, dtypes::kFloat32));
@@ -114,13 +120,7 @@ std::unique_ptr<OnnxModel> StemModel(bool constant_weights) {
   Builder b;
   b.Input("x", TensorProto::FLOAT, {-1, 3, -1, -1}).Output("y");
   const Weight weights[] = {{"ws", {24, 3, 3, 3}, 1}, {"wd", {24, 1, 3, 3}, 2}, {"wp", {16, 24, 1, 1}, 3}};
-  for (const Weight& w : weights) {
-    std::vector<float> v = Ramp(Prod(w.shape), w.seed);
-    if (constant_weights)
-      b.Init(w.name, HostTensor::FromDoubles({v.begin(), v.end()}, w.shape, dtypes::kFloat32));
-    else
-      b.Input(w.name, TensorProto::FLOAT, w.shape);
-  }
+  AddWeights(&b, weights, constant_weights);
   b.Init("lo", HostTensor::FromDoubles({0}, {}, dtypes::kFloat32));
   b.Init("hi", HostTensor::FromDoubles({6}, {}, dtypes::kFloat32));
   onnx::NodeProto* stem = b.Node("Conv", {"x", "ws"}, {"s"});

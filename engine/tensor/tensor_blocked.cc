@@ -27,6 +27,22 @@ constexpr int64_t kB = Tensor::kChannelBlock;
 
 bool Blockable(int64_t channels) { return channels > 0 && channels % kB == 0; }
 int64_t Blocks(int64_t channels) { return (channels + kB - 1) / kB; }
+
+// The float32 weight `w` laid out on the host into a new zero-filled
+// tensor of shape `out`: place(src, dst) writes each weight where it goes.
+template <typename Place>
+Tensor LaidOut(const Tensor& w, const Shape& out, const Place& place) {
+  Tensor copy = w, laid_out;
+  absl::Status read = copy.ReadHost([&](const void* src) {
+    laid_out = Tensor::FromFill(w.engine(), out, w.dtype(), w.device(), [&](void* dst) {
+      float* p = static_cast<float*>(dst);
+      std::fill(p, p + kiln::Prod(out), 0.0f);
+      place(static_cast<const float*>(src), p);
+    });
+  });
+  if (!read.ok()) return TensorInternal::ErrorLike(w, read);
+  return laid_out;
+}
 }  // namespace
 
 Tensor Tensor::ToChannelBlocks() const {
@@ -67,26 +83,18 @@ Tensor Tensor::ChannelBlockedWeights() const {
                                     dtype().Name(), " is not a float32 1x1 or depthwise weight"));
   const int64_t cout = shape()[0], cin = shape()[1], kh = shape()[2], kw = shape()[3];
   const int64_t taps = kh * kw, cob = Blocks(cout), cb = Blocks(cin);
-  Shape out = depthwise ? Shape{cob, kh, kw, kB} : Shape{cob, cb, kB, kB};
-  Tensor copy = *this, laid_out;
-  absl::Status read = copy.ReadHost([&](const void* src) {
-    const float* w = static_cast<const float*>(src);
-    laid_out = FromFill(engine(), out, dtype(), device(), [&](void* dst) {
-      float* p = static_cast<float*>(dst);
-      std::fill(p, p + kiln::Prod(out), 0.0f);
-      for (int64_t o = 0; o < cout; ++o) {
-        const int64_t ob = o / kB, oc = o % kB;
-        if (depthwise) {  // (C, 1, kh, kw) -> (C / 16, kh, kw, c)
-          for (int64_t t = 0; t < taps; ++t) p[static_cast<size_t>((ob * taps + t) * kB + oc)] = w[o * taps + t];
-        } else {  // (Cout, Cin) -> (Cout / 16, Cin / 16, ci, co)
-          for (int64_t i = 0; i < cin; ++i)
-            p[static_cast<size_t>(((ob * cb + i / kB) * kB + i % kB) * kB + oc)] = w[o * cin + i];
-        }
+  const Shape out = depthwise ? Shape{cob, kh, kw, kB} : Shape{cob, cb, kB, kB};
+  return LaidOut(*this, out, [&](const float* w, float* p) {
+    for (int64_t o = 0; o < cout; ++o) {
+      const int64_t ob = o / kB, oc = o % kB;
+      if (depthwise) {  // (C, 1, kh, kw) -> (C / 16, kh, kw, c)
+        for (int64_t t = 0; t < taps; ++t) p[static_cast<size_t>((ob * taps + t) * kB + oc)] = w[o * taps + t];
+      } else {  // (Cout, Cin) -> (Cout / 16, Cin / 16, ci, co)
+        for (int64_t i = 0; i < cin; ++i)
+          p[static_cast<size_t>(((ob * cb + i / kB) * kB + i % kB) * kB + oc)] = w[o * cin + i];
       }
-    });
+    }
   });
-  if (!read.ok()) return TensorInternal::ErrorLike(*this, read);
-  return laid_out;
 }
 
 Tensor Tensor::PointwiseBlocked(const Tensor& wb, int64_t stride) const {
@@ -147,19 +155,11 @@ Tensor Tensor::StemBlockedWeights() const {
                                     dtype().Name(), " is not a float32 2-D convolution weight"));
   const int64_t cout = shape()[0], per = shape()[1] * shape()[2] * shape()[3];
   const Shape out = {Blocks(cout), shape()[1], shape()[2], shape()[3], kB};
-  Tensor copy = *this, laid_out;
-  absl::Status read = copy.ReadHost([&](const void* src) {
-    const float* w = static_cast<const float*>(src);
-    laid_out = FromFill(engine(), out, dtype(), device(), [&](void* dst) {
-      float* p = static_cast<float*>(dst);
-      std::fill(p, p + kiln::Prod(out), 0.0f);
-      for (int64_t o = 0; o < cout; ++o)  // (Cout, Cin * kh * kw) -> (Cout / 16, ..., co)
-        for (int64_t i = 0; i < per; ++i)
-          p[static_cast<size_t>(((o / kB) * per + i) * kB + o % kB)] = w[o * per + i];
-    });
+  return LaidOut(*this, out, [&](const float* w, float* p) {
+    for (int64_t o = 0; o < cout; ++o)  // (Cout, Cin * kh * kw) -> (Cout / 16, ..., co)
+      for (int64_t i = 0; i < per; ++i)
+        p[static_cast<size_t>(((o / kB) * per + i) * kB + o % kB)] = w[o * per + i];
   });
-  if (!read.ok()) return TensorInternal::ErrorLike(*this, read);
-  return laid_out;
 }
 
 Tensor Tensor::ConvIntoBlocks(const Tensor& wb, const std::vector<int64_t>& stride,
