@@ -62,15 +62,20 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   std::set<const UOp*> inner;
   if (reduce_)
     for (const UOp* u : Toposort(reduce_->src(0))) inner.insert(u);
-  auto loads_vectorize = [&](int axis) {
+  // Whether every load inside the reduce loop reads `axis` with a stride
+  // `ok` accepts.
+  auto inner_loads_read = [&](int axis, auto ok) {
     for (const UOp* m : mems_) {
       if (m == store || m->op() == Op::kValid || !inner.count(m)) continue;
       std::vector<int64_t> st;
-      // Stride 2 (a strided convolution's window) loads two vectors and
-      // shuffles (see SpanLoad in lowerer.cc).
-      if (!Strides(m, &st) || st[axis] < 0 || st[axis] > 2) return false;
+      if (!Strides(m, &st) || !ok(st[axis])) return false;
     }
     return true;
+  };
+  // Stride 2 (a strided convolution's window) loads two vectors and
+  // shuffles (see SpanLoad in lowerer.cc).
+  auto loads_vectorize = [&](int axis) {
+    return inner_loads_read(axis, [](int64_t s) { return s >= 0 && s <= 2; });
   };
   // Some input is broadcast along `axis` (stride 0): upcasting it reuses loads.
   auto broadcast_along = [&](int axis) {
@@ -102,12 +107,8 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
         const int64_t wide_padded = wide > 0 ? (n + wide - 1) / wide * wide : n;
         // So is a channel block (tensor_blocked.cc) that every load inside
         // the reduce reads whole: a blocked depthwise convolution's taps.
-        bool whole_block = n == wide;
-        for (const UOp* m : mems_) {
-          std::vector<int64_t> st;
-          if (m != store && m->op() != Op::kValid && inner.count(m))
-            whole_block &= Strides(m, &st) && st[i] == 1;
-        }
+        const bool whole_block =
+            n == wide && inner_loads_read(i, [](int64_t s) { return s == 1; });
         if (reduce_ && wide > width && (broadcast_along(i) || whole_block) &&
             (n >= 2 * wide || (wide_padded - n) * 8 <= wide_padded) &&
             store->src(0)->dtype().ScalarSize() == 4) {

@@ -251,29 +251,19 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
                          o.stride[0] == o.stride[1];
   const bool depthwise = o.groups == cin && cout == cin && w.shape()[1] == 1;
   const std::optional<Tensor>& in = ctx.Raw(0).blocked;
+  const Scope* scope = ctx.builder()->current_scope();
+  auto continues = [&] {
+    return scope != nullptr && ChainContinues(ctx.node().output(0), *scope, cout);
+  };
   // An image stem (a few input channels, any window) whose readers keep the
   // blocks writes its output in blocks straight away: the input broadcast,
   // 16 output channels per vector, no copy into blocks after it.
   constexpr int64_t kStemChannels = 4;
-  if (!in && !pointwise && !depthwise && o.groups == 1 && cin <= kStemChannels &&
-      w.shape()[1] == cin) {
-    const Scope* scope = ctx.builder()->current_scope();
-    if (scope == nullptr || !ChainContinues(ctx.node().output(0), *scope, cout))
-      return std::nullopt;
-    absl::StatusOr<Tensor> wb =
-        derived->Get(absl::StrCat(ctx.node().input(1), "/stem_blocked/", w.dtype().Name()),
-                     [&] { return w.StemBlockedWeights(); });
-    if (!wb.ok()) return std::nullopt;
-    Tensor y = x.ConvIntoBlocks(*wb, o.stride, o.dilation, o.padding);
-    if (bias) {
-      const int64_t padded = y.shape()[1] * kB;
-      y = y + bias->Cast(y.dtype()).Pad({{0, padded - cout}}).Reshape({1, padded / kB, 1, 1, kB});
-    }
-    if (!y.ok()) return std::nullopt;
-    return BlockedValue(y, cout);
-  }
-  if (!(pointwise || depthwise)) return std::nullopt;
-  if (!in) {
+  const bool stem = !in && !pointwise && !depthwise && o.groups == 1 && cin <= kStemChannels &&
+                    w.shape()[1] == cin;
+  if (stem && !continues()) return std::nullopt;
+  if (!stem && !(pointwise || depthwise)) return std::nullopt;
+  if (!stem && !in) {
     // A chain starts at a 1x1 convolution when copying its input into
     // blocks pays: on a map whose NCHW kernel wastes lanes, the convolution
     // alone pays for both copies (its input and its output: 128+ products
@@ -286,22 +276,26 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
     // and each copying its whole concatenated input, made the model 1.55x
     // slower when they started chains.)
     if (!pointwise || !BlockablePointwise(x.shape(), w.shape(), o)) return std::nullopt;
-    const Scope* scope = ctx.builder()->current_scope();
-    const bool continues =
-        scope != nullptr && ChainContinues(ctx.node().output(0), *scope, cout);
+    const bool chain = continues();
     const bool small = WastesLanes(x.shape());
-    if (!(small && (cin * cout >= 128 * (cin + cout) || (continues && cout >= 128))) &&
-        !(continues && cout >= cin))
+    if (!(small && (cin * cout >= 128 * (cin + cout) || (chain && cout >= 128))) &&
+        !(chain && cout >= cin))
       return std::nullopt;
   }
-  absl::StatusOr<Tensor> wb =
-      derived->Get(absl::StrCat(ctx.node().input(1), "/channel_blocked/", w.dtype().Name()),
-                   [&] { return w.ChannelBlockedWeights(); });
+  absl::StatusOr<Tensor> wb = derived->Get(
+      absl::StrCat(ctx.node().input(1), stem ? "/stem_blocked/" : "/channel_blocked/",
+                   w.dtype().Name()),
+      [&] { return stem ? w.StemBlockedWeights() : w.ChannelBlockedWeights(); });
   if (!wb.ok()) return std::nullopt;
-  const Tensor xb = in ? *in : CopyIntoBlocks(x);
-  Tensor y = pointwise ? xb.PointwiseBlocked(*wb, o.stride[0])
-                       : xb.DepthwiseBlocked(*wb, o.stride, o.dilation, o.padding);
-  if (bias) {
+  Tensor y;
+  if (stem) {
+    y = x.ConvIntoBlocks(*wb, o.stride, o.dilation, o.padding);
+  } else {
+    const Tensor xb = in ? *in : CopyIntoBlocks(x);
+    y = pointwise ? xb.PointwiseBlocked(*wb, o.stride[0])
+                  : xb.DepthwiseBlocked(*wb, o.stride, o.dilation, o.padding);
+  }
+  if (bias) {  // padded with 0 to whole blocks, like the weights
     const int64_t padded = y.shape()[1] * kB;
     y = y + bias->Cast(y.dtype()).Pad({{0, padded - cout}}).Reshape({1, padded / kB, 1, 1, kB});
   }

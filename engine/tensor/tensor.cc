@@ -347,6 +347,13 @@ Tensor Tensor::Contiguous() const {
   return Derive(UOp::Make(Op::kContiguous, dtype(), {uop()}), shape(), dtype());
 }
 
+bool Tensor::Stored() const {
+  if (!ok()) return false;
+  auto stored = [](const UOp* s) { return s->op() == Op::kBuffer || s->op() == Op::kContiguous; };
+  const UOp* u = uop().get();
+  return stored(u) || (u->op() == Op::kView && stored(u->src(0).get()));
+}
+
 Tensor Tensor::Neg() const {
   if (!ok()) return *this;
   if (dtype().IsBool()) return LogicalNot();

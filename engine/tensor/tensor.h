@@ -215,6 +215,9 @@ class Tensor {
   Tensor Cast(DType dtype) const;
   Tensor Bitcast(DType dtype) const;
   Tensor Contiguous() const;
+  // Whether this is a buffer or a CONTIGUOUS, or a view of one: reading it
+  // computes nothing (a view of a CONTIGUOUS is one of its buffer).
+  bool Stored() const;
 
   // ---------------- reductions (axes may be negative; empty = all) ----------------
   Tensor Sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;

@@ -88,10 +88,7 @@ Tensor Tensor::Pool(const std::vector<int64_t>& kernel_in, const std::vector<int
   for (const auto& [b, a] : padding) padded |= b != 0 || a != 0;
   // (A view of a CONTIGUOUS is one of its buffer: a slice of a batch padded
   // once, see Tensor::ChunkBatch.)
-  const UOpRef& u = p.uop();
-  auto stored = [](const UOp* s) { return s->op() == Op::kBuffer || s->op() == Op::kContiguous; };
-  bool plain = stored(u.get()) || (u->op() == Op::kView && stored(u->src(0).get()));
-  if (padded || !plain) p = p.Contiguous();
+  if (padded || !p.Stored()) p = p.Contiguous();
   const Shape& ps = p.shape();
   Shape out_shape(ps.begin(), ps.begin() + lead);
   for (size_t i = 0; i < nk; ++i) {
