@@ -113,7 +113,10 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
             (n >= 2 * wide || (wide_padded - n) * 8 <= wide_padded) &&
             store->src(0)->dtype().ScalarSize() == 4) {
           width = wide;
-          wide_tiles = !HasWindow();
+          // (A window whose input is broadcast along a row of one block of
+          // output channels, a dense convolution in blocks, tiles like a
+          // matmul: its taps are scalar loads, not shifted vectors.)
+          wide_tiles = !HasWindow() || (n == wide && broadcast_along(i));
         }
         // An elementwise kernel of transcendentals (SiLU, sigmoid, GELU,
         // softmax's exp) is bound by its instructions: the widest vectors
@@ -272,6 +275,16 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
       try_amounts = accs >= 16             ? std::vector<int64_t>{8, 7, 6, 5, 4, 3, 2}
                     : reuse_score(i) == 2 ? std::vector<int64_t>{12, 8, 7, 6, 5, 4, 3, 2}
                                           : std::vector<int64_t>{6, 5, 4, 3, 2, 7};
+      // Rows of one whole block per pixel that none of those divide (13 x
+      // 13 or 27 x 27 maps: 169 or 729 pixels) take the largest divisor
+      // that leaves an accumulator free, before 3 or 2 pixels (SqueezeNet's
+      // 1x1 convolutions on 13 x 13: 3 blocks x 1 pixel at 75-88 GFLOP/s).
+      if (one_vector_row)
+        for (int64_t amt = accs - 1; amt > 8; --amt)
+          if (full_shape_[i] % amt == 0) {
+            try_amounts.insert(try_amounts.end() - 2, amt);
+            break;
+          }
       budget = std::max<int64_t>(budget, accs * full_shape_[vector_axis_]);
     }
     for (int64_t amt : try_amounts) {

@@ -117,6 +117,31 @@ TEST_F(KernelCpuTest, BlockedPointwiseTilesPixelsAndTwoBlocks) {
   EXPECT_LT(at(64), at(7));
 }
 
+// So does a dense 3x3 convolution in blocks: its taps are broadcast
+// scalars (not shifted vectors of a sliding window), so it tiles like the
+// 1x1 one, 7 pixels x 2 blocks (512 -> 512 on 7 x 7: 1315 -> 1039 us).
+TEST_F(KernelCpuTest, BlockedDenseTilesPixelsAndTwoBlocks) {
+  Tensor x = Tensor::Empty(e, {1, 32, 7, 7, 16}, dtypes::kFloat32);
+  Tensor w = Tensor::Empty(e, {32, 32, 3, 3, 16, 16}, dtypes::kFloat32);
+  Choice c = Choose(x.ConvBlocked(w, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}));
+  ASSERT_GE(c.opts.size(), 3u);
+  EXPECT_TRUE(c.opts[0].vector);
+  EXPECT_EQ(c.opts[0].amount, 16);
+  EXPECT_EQ(c.opts[1].amount, 7);  // pixels of a row
+  EXPECT_EQ(c.opts[2].amount, 2);  // channel blocks
+}
+
+// On a 13 x 13 map (169 pixels: no tile of 2-8 divides them) the blocked
+// 1x1 tile is 13 pixels x 1 block (3 blocks x 1 pixel ran at 75 GFLOP/s).
+TEST_F(KernelCpuTest, BlockedPointwiseOnAnOddMapTilesThirteenPixels) {
+  Tensor x = Tensor::Empty(e, {1, 32, 13, 13, 16}, dtypes::kFloat32);
+  Tensor w = Tensor::Empty(e, {63, 32, 16, 16}, dtypes::kFloat32);
+  Choice c = Choose(x.PointwiseBlocked(w, 1));
+  ASSERT_GE(c.opts.size(), 2u);
+  EXPECT_TRUE(c.opts[0].vector);
+  EXPECT_EQ(c.opts[1].amount, 13);
+}
+
 // A depthwise convolution in channel blocks reads every tap's 16 channels
 // as one vector, input and weight alike: 16 lanes (8 before).
 TEST_F(KernelCpuTest, BlockedDepthwiseTakesWholeBlocks) {

@@ -1,6 +1,7 @@
 #include "engine/onnx/channel_blocks.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "engine/onnx/host_tensor.h"
@@ -94,9 +95,9 @@ const onnx::AttributeProto* Attr(const onnx::NodeProto& n, const std::string& na
   return nullptr;
 }
 
-// Whether Conv node `n` reading `channels` channels runs in blocks
-// (ops_nn.cc: ChannelBlockedConv), judged from its weight's shape and its
-// attributes.
+// Whether Conv node `n` reading `channels` channels (negative: unknown, a
+// concatenation's) runs in blocks (ops_nn.cc: ChannelBlockedConv), judged
+// from its weight's shape and its attributes.
 bool BlockedConvReader(const onnx::NodeProto& n, const Scope& scope, int64_t channels) {
   if (n.input_size() < 2) return false;
   const OnnxValue* w = scope.Find(n.input(1));
@@ -105,14 +106,14 @@ bool BlockedConvReader(const onnx::NodeProto& n, const Scope& scope, int64_t cha
   if (ws.size() != 4) return false;
   const onnx::AttributeProto* g = Attr(n, "group");
   const int64_t groups = g ? g->i() : 1;
-  if (groups == channels && ws[0] == channels && ws[1] == 1) return true;  // depthwise
-  if (groups != 1 || ws[1] != channels || ws[2] != 1 || ws[3] != 1) return false;
-  if (const onnx::AttributeProto* p = Attr(n, "pads"))
-    for (int64_t v : p->ints())
-      if (v != 0) return false;
-  if (const onnx::AttributeProto* a = Attr(n, "auto_pad"))
-    if (a->s() != "NOTSET" && a->s() != "VALID" && !a->s().empty()) return false;
-  return true;
+  if (groups > 1 && groups == ws[0] && ws[1] == 1) return channels < 0 || channels == groups;
+  return groups == 1 && (channels < 0 || ws[1] == channels);  // dense, any window
+}
+
+// Whether node `n` is a Concat along the channels of 4-D values.
+bool ConcatenatesChannels(const onnx::NodeProto& n) {
+  const onnx::AttributeProto* a = Attr(n, "axis");
+  return n.op_type() == "Concat" && a != nullptr && (a->i() == 1 || a->i() == -3);
 }
 
 // `convs`: how many blocked convolutions deep the chain is followed (a
@@ -125,7 +126,14 @@ bool Continues(const std::string& name, const Scope& scope, int64_t channels, in
   for (const onnx::NodeProto* r : *readers) {
     if (r == nullptr) return false;  // a graph output
     const std::string& op = r->op_type();
-    if (op == "GlobalAveragePool") continue;
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") continue;
+    // Pools and batch norms keep the blocks; so does a concatenation along
+    // the channels (its other parts computed in blocks or copied in).
+    const bool keeps = op == "MaxPool" || op == "AveragePool" ||
+                       (op == "BatchNormalization" && r->input(0) == name);
+    if ((keeps || ConcatenatesChannels(*r)) && r->output_size() == 1 &&
+        Continues(r->output(0), scope, keeps ? channels : -1, depth + 1, convs))
+      continue;
     if (op == "Conv" && r->input_size() > 0 && r->input(0) == name &&
         BlockedConvReader(*r, scope, channels)) {
       if (convs == 0) continue;
@@ -141,6 +149,37 @@ bool Continues(const std::string& name, const Scope& scope, int64_t channels, in
   return true;
 }
 }  // namespace
+
+std::optional<OnnxValue> ConcatInBlocks(const std::vector<const OnnxValue*>& parts,
+                                        const std::function<bool()>& continues) {
+  int64_t total = 0;
+  bool all = true, any = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const OnnxValue* v = parts[i];
+    if (v == nullptr || !v->tensor || v->tensor->ndim() != 4 ||
+        v->tensor->dtype() != dtypes::kFloat32)
+      return std::nullopt;
+    const int64_t c = v->tensor->shape()[1];
+    // Only the last part may end in a partial block (its padded lanes are
+    // the result's).
+    if (c < 1 || (i + 1 < parts.size() && c % kB != 0)) return std::nullopt;
+    total += c;
+    any |= v->blocked.has_value();
+    all &= v->blocked.has_value();
+  }
+  if (!any || (!all && !continues())) return std::nullopt;
+  if (parts.size() == 1) return *parts[0];
+  std::vector<Tensor> blocks;
+  for (const OnnxValue* v : parts) blocks.push_back(v->blocked ? *v->blocked : CopyIntoBlocks(*v->tensor));
+  Tensor cat = Tensor::Cat(blocks, 1);
+  if (!cat.ok()) return std::nullopt;
+  return BlockedValue(cat, total);
+}
+
+Tensor PerChannelInBlocks(const Tensor& v, double pad) {
+  const int64_t c = v.numel();
+  return PadChannels(v.Reshape({1, c}), pad).Reshape({1, Padded(c) / kB, 1, 1, kB});
+}
 
 bool ChainContinues(const std::string& name, const Scope& scope, int64_t channels) {
   return Continues(name, scope, channels, 0, 1);

@@ -9,15 +9,20 @@
 //     blocks (ChainContinues), its input copied into blocks once, or at an
 //     image stem whose readers keep the blocks, written into blocks from
 //     the image (the rules are in ops_nn.cc, ChannelBlockedConv);
-//   - continues through the 1x1 and depthwise convolutions that read a
-//     blocked input (ops_nn.cc), the elementwise ops of BlockedElementwise
-//     whose other operands broadcast per channel or are whole maps
-//     (SubstituteChannelBlocks), and GlobalAveragePool (ops_nn.cc);
+//   - continues through the convolutions that read a blocked input (1x1,
+//     depthwise, and dense ones unless most of their taps read padding;
+//     ops_nn.cc), the elementwise ops of BlockedElementwise whose other
+//     operands broadcast per channel or are whole maps
+//     (SubstituteChannelBlocks), inference BatchNormalization
+//     (ops_norm.cc), 2-D max and average pools and global ones (ops_nn.cc),
+//     and concatenations along the channels (ConcatInBlocks);
 //   - ends at any other op, which reads the NCHW copy.
 // Every value keeps its NCHW meaning: only where it is stored changes.
 #ifndef KILN_ENGINE_ONNX_CHANNEL_BLOCKS_H_
 #define KILN_ENGINE_ONNX_CHANNEL_BLOCKS_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +52,24 @@ bool BlockablePointwise(const Shape& x, const Shape& w, const Tensor::ConvOption
 bool WastesLanes(const Shape& x);
 
 // Whether every reader of `name` in `scope` (followed through the ops of
-// BlockedElementwise) keeps channel blocks of `channels` channels: a 1x1 or
-// depthwise convolution of those channels whose own readers do so in turn
-// (one convolution deeper), or a global average pool. False for a graph
+// BlockedElementwise, batch norms, pools and concatenations along the
+// channels) keeps channel blocks of `channels` channels: a convolution of
+// those channels that runs in blocks whose own readers do so in turn (one
+// convolution deeper), or a global average or max pool. False for a graph
 // output or unknown readers.
 bool ChainContinues(const std::string& name, const Scope& scope, int64_t channels);
+
+// The concatenation along the channels of `parts` in blocks, when some
+// part is blocked and every part but the last has whole blocks: the parts
+// not in blocks are copied in, when `continues()` (the result's readers
+// keep the blocks) or none is. Otherwise nothing (the parts' NCHW values are
+// concatenated).
+std::optional<OnnxValue> ConcatInBlocks(const std::vector<const OnnxValue*>& parts,
+                                        const std::function<bool()>& continues);
+
+// A per-channel vector `v` (C) as an operand of blocks (1, C' / 16, 1, 1,
+// 16), padded with `pad`.
+Tensor PerChannelInBlocks(const Tensor& v, double pad);
 
 // Whether `op_type` is an elementwise op that treats every element alike
 // (no axis attribute), so that it can run on blocked operands.

@@ -149,6 +149,130 @@ TEST(ChannelBlocksTest, AStemWritesBlocks) {
              1e-4, 1e-4);
 }
 
+// A residual stage of dense convolutions: y = GlobalAveragePool(AveragePool
+// 2x2 of Relu(3x3 stride-2 to 40 of r)), r = Relu(a + 3x3(Relu(3x3(a)))), a =
+// MaxPool 3x3 stride 2 of Relu(7x7 stride-2 stem to 32). The stem writes
+// blocks (its readers keep them through the pool), the two 3x3 ones run as
+// Winograd in blocks, the strided one directly (40 channels: a partial
+// block); four weights laid out, the plain model's values.
+std::unique_ptr<OnnxModel> ResidualModel(bool constant_weights) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 3, -1, -1}).Output("y");
+  const Weight weights[] = {{"ws", {32, 3, 7, 7}, 1},
+                            {"w1", {32, 32, 3, 3}, 2},
+                            {"w2", {32, 32, 3, 3}, 3},
+                            {"w3", {40, 32, 3, 3}, 4}};
+  AddWeights(&b, weights, constant_weights);
+  auto conv = [&](const std::string& in, const std::string& w, const std::string& out, int64_t k,
+                  int64_t stride) {
+    onnx::NodeProto* n = b.Node("Conv", {in, w}, {out});
+    AttrInts(n, "pads", {k / 2, k / 2, k / 2, k / 2});
+    AttrInts(n, "strides", {stride, stride});
+  };
+  conv("x", "ws", "s", 7, 2);
+  b.Node("Relu", {"s"}, {"sr"});
+  onnx::NodeProto* pool = b.Node("MaxPool", {"sr"}, {"a"});
+  AttrInts(pool, "kernel_shape", {3, 3});
+  AttrInts(pool, "strides", {2, 2});
+  AttrInts(pool, "pads", {1, 1, 1, 1});
+  conv("a", "w1", "c1", 3, 1);
+  b.Node("Relu", {"c1"}, {"r1"});
+  conv("r1", "w2", "c2", 3, 1);
+  b.Node("Add", {"c2", "a"}, {"sum"});
+  b.Node("Relu", {"sum"}, {"r"});
+  conv("r", "w3", "c3", 3, 2);
+  b.Node("Relu", {"c3"}, {"r3"});
+  onnx::NodeProto* avg = b.Node("AveragePool", {"r3"}, {"p"});
+  AttrInts(avg, "kernel_shape", {2, 2});
+  AttrInts(avg, "strides", {2, 2});
+  b.Node("GlobalAveragePool", {"p"}, {"y"});
+  return Load(b);
+}
+
+TEST(ChannelBlocksTest, DenseConvolutionsAndPoolsContinueTheChain) {
+  auto blocked = ResidualModel(true), plain = ResidualModel(false);
+  ASSERT_TRUE(blocked && plain);
+  const Shape xs = {2, 3, 64, 60};
+  Tensor x = F(Ramp(Prod(xs), 5), xs);
+  Tensor::ConvOptions o;
+  o.padding = {{1, 1}, {1, 1}};
+  EXPECT_TRUE(Tensor::WinogradPays({2, 32, 16, 15}, {32, 32, 3, 3}, o));
+  std::vector<double> got = RunOne(*blocked, {x});
+  EXPECT_EQ(blocked->derived_weights(), 4u);
+  ExpectNear(got,
+             RunOne(*plain, {x, F(Ramp(32 * 3 * 49, 1), {32, 3, 7, 7}),
+                             F(Ramp(32 * 32 * 9, 2), {32, 32, 3, 3}),
+                             F(Ramp(32 * 32 * 9, 3), {32, 32, 3, 3}),
+                             F(Ramp(40 * 32 * 9, 4), {40, 32, 3, 3})}),
+             1e-4, 1e-4);
+}
+
+// A dense block: c = Concat(a, 3x3 to 32 of a), a = Relu(1x1 to 64 of x);
+// d = 1x1 to 40 of Relu(BatchNormalization(c)); y = GlobalAveragePool of
+// Concat(c, d) (ending in a partial block), z = GlobalMaxPool(d). The
+// chain starts at the first convolution (every reader within one more
+// convolution keeps the blocks) and keeps its blocks through both
+// concatenations, the batch norm and the pools; three weights laid out.
+std::unique_ptr<OnnxModel> DenseBlockModel(bool constant_weights) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, 32, -1, -1}).Output("y").Output("z");
+  const Weight weights[] = {{"w1", {64, 32, 1, 1}, 1}, {"w2", {32, 64, 3, 3}, 2}, {"w3", {40, 96, 1, 1}, 3}};
+  AddWeights(&b, weights, constant_weights);
+  for (auto [name, seed] : {std::pair<const char*, int>{"scale", 4}, {"bias", 5}, {"mean", 6}, {"var", 7}}) {
+    std::vector<float> v = Ramp(96, seed);
+    if (std::string(name) == "var")
+      for (float& f : v) f += 1.0f;
+    b.Init(name, HostTensor::FromDoubles({v.begin(), v.end()}, {96}, dtypes::kFloat32));
+  }
+  b.Node("Conv", {"x", "w1"}, {"a0"});
+  b.Node("Relu", {"a0"}, {"a"});
+  AttrInts(b.Node("Conv", {"a", "w2"}, {"g"}), "pads", {1, 1, 1, 1});
+  AttrInt(b.Node("Concat", {"a", "g"}, {"c"}), "axis", 1);
+  b.Node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"n"});
+  b.Node("Relu", {"n"}, {"r"});
+  b.Node("Conv", {"r", "w3"}, {"d"});
+  AttrInt(b.Node("Concat", {"c", "d"}, {"e"}), "axis", 1);
+  b.Node("GlobalAveragePool", {"e"}, {"y"});
+  b.Node("GlobalMaxPool", {"d"}, {"z"});
+  return Load(b);
+}
+
+TEST(ChannelBlocksTest, ConcatenationsAndBatchNormsKeepTheBlocks) {
+  auto blocked = DenseBlockModel(true), plain = DenseBlockModel(false);
+  ASSERT_TRUE(blocked && plain);
+  const Shape xs = {2, 32, 9, 8};
+  Tensor x = F(Ramp(Prod(xs), 6), xs);
+  std::vector<Tensor> in = {x, F(Ramp(64 * 32, 1), {64, 32, 1, 1}), F(Ramp(32 * 64 * 9, 2), {32, 64, 3, 3}),
+                            F(Ramp(40 * 96, 3), {40, 96, 1, 1})};
+  for (size_t out = 0; out < 2; ++out) {
+    SCOPED_TRACE(out);
+    ExpectNear(RunOne(*blocked, {x}, out), RunOne(*plain, in, out), 1e-4, 1e-4);
+  }
+  EXPECT_EQ(blocked->derived_weights(), 3u);
+}
+
+// Concatenations in blocks: of blocked parts, the last one partial (its
+// NCHW copy the concatenation's values); a part not in blocks is copied in
+// only when the result's readers keep the blocks; a partial block before
+// the last part, or no blocked part, leaves the NCHW concatenation.
+TEST(ChannelBlocksTest, ConcatenationsOfBlocks) {
+  Tensor a = F(Ramp(32 * 6, 1), {1, 32, 2, 3}), b = F(Ramp(24 * 6, 2), {1, 24, 2, 3});
+  OnnxValue va = BlockedValue(CopyIntoBlocks(a), 32), vb = BlockedValue(CopyIntoBlocks(b), 24);
+  OnnxValue pa = OnnxValue::FromTensor(a), pb = OnnxValue::FromTensor(b);
+  auto yes = [] { return true; };
+  auto no = [] { return false; };
+  std::optional<OnnxValue> cat = ConcatInBlocks({&va, &vb}, no);
+  ASSERT_TRUE(cat && cat->blocked);
+  EXPECT_EQ(cat->blocked->shape(), (Shape{1, 4, 2, 3, 16}));
+  ExpectNear(Values(*cat->tensor), Values(Tensor::Cat({a, b}, 1)), 1e-6, 1e-6);
+  EXPECT_FALSE(ConcatInBlocks({&pa, &vb}, no));
+  std::optional<OnnxValue> copied = ConcatInBlocks({&pa, &vb}, yes);
+  ASSERT_TRUE(copied && copied->blocked);
+  ExpectNear(Values(*copied->tensor), Values(Tensor::Cat({a, b}, 1)), 1e-6, 1e-6);
+  EXPECT_FALSE(ConcatInBlocks({&vb, &va}, yes));  // 24 channels before the last part
+  EXPECT_FALSE(ConcatInBlocks({&pa, &pb}, yes));  // nothing blocked
+}
+
 TEST(ChannelBlocksTest, PointwiseConvolutionsOnMapsThatWasteLanes) {
   Tensor::ConvOptions o;
   o.stride = {1, 1};

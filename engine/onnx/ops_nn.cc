@@ -250,6 +250,7 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
                          w.shape()[3] == 1 && o.padding == Pads(2, {0, 0}) &&
                          o.stride[0] == o.stride[1];
   const bool depthwise = o.groups == cin && cout == cin && w.shape()[1] == 1;
+  const bool dense = o.groups == 1 && w.shape()[1] == cin && !pointwise;
   const std::optional<Tensor>& in = ctx.Raw(0).blocked;
   const Scope* scope = ctx.builder()->current_scope();
   auto continues = [&] {
@@ -262,7 +263,13 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
   const bool stem = !in && !pointwise && !depthwise && o.groups == 1 && cin <= kStemChannels &&
                     w.shape()[1] == cin;
   if (stem && !continues()) return std::nullopt;
-  if (!stem && !(pointwise || depthwise)) return std::nullopt;
+  // A dense convolution of a blocked input (3x3, strided, 1x7, ...)
+  // continues the chain, as Winograd where that pays; not when most of its
+  // taps read padding (DeepLabV3's dilations of 12-36 on a 40 x 40 map,
+  // 3x slower in blocks): Conv drops those taps.
+  const bool dense_in = in && dense && Tensor::PaddingTapFraction(x.shape(), w.shape(), o) < 0.5;
+  const bool winograd = dense_in && Tensor::WinogradPays(x.shape(), w.shape(), o);
+  if (!stem && !(pointwise || depthwise || dense_in)) return std::nullopt;
   if (!stem && !in) {
     // A chain starts at a 1x1 convolution when copying its input into
     // blocks pays: on a map whose NCHW kernel wastes lanes, the convolution
@@ -282,14 +289,25 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
         !(chain && cout >= cin))
       return std::nullopt;
   }
-  absl::StatusOr<Tensor> wb = derived->Get(
-      absl::StrCat(ctx.node().input(1), stem ? "/stem_blocked/" : "/channel_blocked/",
-                   w.dtype().Name()),
-      [&] { return stem ? w.StemBlockedWeights() : w.ChannelBlockedWeights(); });
+  const char* layout = stem              ? "/stem_blocked/"
+                       : winograd        ? "/winograd_blocked/"
+                       : dense           ? "/dense_blocked/"
+                                         : "/channel_blocked/";
+  absl::StatusOr<Tensor> wb =
+      derived->Get(absl::StrCat(ctx.node().input(1), layout, w.dtype().Name()), [&] {
+        return stem       ? w.StemBlockedWeights()
+               : winograd ? w.WinogradBlockedWeights()
+               : dense    ? w.DenseBlockedWeights()
+                          : w.ChannelBlockedWeights();
+      });
   if (!wb.ok()) return std::nullopt;
   Tensor y;
   if (stem) {
     y = x.ConvIntoBlocks(*wb, o.stride, o.dilation, o.padding);
+  } else if (winograd) {
+    y = in->ConvWinogradBlocked(*wb, o.padding);
+  } else if (dense) {
+    y = in->ConvBlocked(*wb, o.stride, o.dilation, o.padding);
   } else {
     const Tensor xb = in ? *in : CopyIntoBlocks(x);
     y = pointwise ? xb.PointwiseBlocked(*wb, o.stride[0])
@@ -455,6 +473,23 @@ absl::Status PoolOp(OpContext& ctx, PoolKind kind) {
   DType t = x.dtype();
   bool half = t == dtypes::kFloat16 || t == dtypes::kBFloat16;
   if (half) x = x.Cast(dtypes::kFloat32);
+  // In channel blocks: the same pool with a third window dim of one
+  // element over the block (each tap a whole vector), blocked output.
+  const std::optional<Tensor>& in = ctx.Raw(0).blocked;
+  if (in && !half && kind != PoolKind::kLp && !(kind == PoolKind::kMax && ctx.Wants(1)) &&
+      o.kernel.size() == 2 && o.stride.size() == 2 && o.dilation.size() == 2 &&
+      o.padding.size() == 2) {
+    Tensor::PoolOptions ob = o;
+    ob.kernel.push_back(1);
+    ob.stride.push_back(1);
+    ob.dilation.push_back(1);
+    ob.padding.push_back({0, 0});
+    Tensor yb = kind == PoolKind::kMax ? in->MaxPool(ob) : in->AvgPool(ob);
+    if (yb.ok()) {
+      ctx.SetValue(0, BlockedValue(yb, x.shape()[1]));
+      return absl::OkStatus();
+    }
+  }
   Tensor y;
   if (kind == PoolKind::kMax) {
     y = x.MaxPool(o);
@@ -480,13 +515,15 @@ absl::Status GlobalPoolOp(OpContext& ctx, PoolKind kind) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
   ASSIGN_OR_RETURN(Tensor x, ctx.In(0));
   if (x.ndim() < 3) return Invalid("input must be (N, C, *spatial)");
+  // In channel blocks: the max or mean of each block's lanes, which is
+  // already (N, C, 1, 1) in memory (channel_blocks.h).
+  const std::optional<Tensor>& in = ctx.Raw(0).blocked;
+  const bool blocked = in && x.ndim() == 4;
   if (kind == PoolKind::kMax) {
-    ctx.Set(0, x.GlobalMaxPool());
+    if (blocked) ctx.SetValue(0, BlockedValue(in->Max({2, 3}, true), x.shape()[1]));
+    else ctx.Set(0, x.GlobalMaxPool());
   } else if (kind == PoolKind::kAvg) {
-    // In channel blocks: the mean of each block's lanes, which is already
-    // (N, C, 1, 1) in memory (channel_blocks.h).
-    const std::optional<Tensor>& in = ctx.Raw(0).blocked;
-    if (in && x.ndim() == 4) ctx.SetValue(0, BlockedValue(in->Mean({2, 3}, true), x.shape()[1]));
+    if (blocked) ctx.SetValue(0, BlockedValue(in->Mean({2, 3}, true), x.shape()[1]));
     else ctx.Set(0, x.GlobalAvgPool());
   } else {
     double p = static_cast<double>(ctx.Int("p", 2));

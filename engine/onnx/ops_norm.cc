@@ -2,6 +2,7 @@
 // InstanceNormalization, LayerNormalization, GroupNormalization, LRN.
 #include <cmath>
 
+#include "engine/onnx/channel_blocks.h"
 #include "engine/onnx/ops_common.h"
 
 namespace kiln {
@@ -43,6 +44,19 @@ absl::Status BatchNormOp(OpContext& ctx) {
   Shape cs = ChannelShape(x.ndim(), x.dim(1));
   auto f = [&](const Tensor& v) { return v.Cast(xf.dtype()).Reshape(cs); };
   if (!training) {
+    // In channel blocks (channel_blocks.h): the per-channel operands padded
+    // to whole blocks (the padded lanes stay finite: mean 0, variance 1).
+    const std::optional<Tensor>& in = ctx.Raw(0).blocked;
+    const bool per_channel = scale.numel() == x.dim(1) && bias.numel() == x.dim(1) &&
+                             mean.numel() == x.dim(1) && var.numel() == x.dim(1);
+    if (in && x.ndim() == 4 && t == dtypes::kFloat32 && per_channel) {
+      auto b = [&](const Tensor& v, double pad) { return PerChannelInBlocks(v.Cast(t), pad); };
+      Tensor y = (*in - b(mean, 0)) * (b(var, 1) + eps).Rsqrt() * b(scale, 1) + b(bias, 0);
+      if (y.ok()) {
+        ctx.SetValue(0, BlockedValue(y, x.dim(1)));
+        return absl::OkStatus();
+      }
+    }
     Tensor y = (xf - f(mean)) * (f(var) + eps).Rsqrt() * f(scale) + f(bias);
     ctx.Set(0, y.Cast(t));
     return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_join.h"
+#include "engine/onnx/channel_blocks.h"
 #include "engine/onnx/graph_builder.h"
 #include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/ops_common.h"
@@ -74,6 +75,21 @@ absl::Status ConcatOp(OpContext& ctx) {
     ts.push_back(t);
   }
   ASSIGN_OR_RETURN(int64_t axis, NormAxis(ctx.Int("axis", 1), ts[0].ndim()));
+  // Along the channels of values in channel blocks: in blocks
+  // (channel_blocks.h), when the result's readers keep them or every part
+  // is blocked already.
+  if (axis == 1 && ts[0].ndim() == 4) {
+    std::vector<const OnnxValue*> raw;
+    for (int i = 0; i < ctx.num_inputs(); ++i) raw.push_back(&ctx.Raw(i));
+    const Scope* scope = ctx.builder()->current_scope();
+    std::optional<OnnxValue> v = ConcatInBlocks(raw, [&] {
+      return scope != nullptr && ChainContinues(ctx.node().output(0), *scope, -1);
+    });
+    if (v) {
+      ctx.SetValue(0, std::move(*v));
+      return absl::OkStatus();
+    }
+  }
   // Empty inputs contribute nothing (and may have a different rank in old models).
   std::vector<Tensor> parts;
   for (const Tensor& t : ts)

@@ -352,6 +352,19 @@ class Tensor {
   Tensor PointwiseBlocked(const Tensor& wb, int64_t stride) const;
   Tensor DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& stride,
                           const std::vector<int64_t>& dilation, const Pads& padding) const;
+  // A dense 2-D convolution weight (Cout, Cin, kh, kw) laid out (Cout / 16,
+  // Cin / 16, kh, kw, ci, co), and its Winograd F(2 x 2, 3 x 3) transform
+  // (WinogradWeights) as (16, Cout / 16, Cin / 16, ci, co), both float32 on
+  // the host with zero weights for the channels short of whole blocks; and
+  // the dense convolution of a blocked input with such weights, direct or
+  // Winograd (tensor_winograd.cc), blocked output (no bias). A pool of a
+  // blocked input is MaxPool / AvgPool with a third window dim of 1 over
+  // the block.
+  Tensor DenseBlockedWeights() const;
+  Tensor WinogradBlockedWeights() const;
+  Tensor ConvBlocked(const Tensor& wb, const std::vector<int64_t>& stride,
+                     const std::vector<int64_t>& dilation, const Pads& padding) const;
+  Tensor ConvWinogradBlocked(const Tensor& ub, const Pads& padding) const;
   // A 2-D convolution of this NCHW input (an image) into channel blocks:
   // the weight (Cout, Cin, kh, kw) laid out (Cout / 16, Cin, kh, kw, co)
   // (StemBlockedWeights, output channels padded with zero weights), the

@@ -43,6 +43,25 @@ Tensor LaidOut(const Tensor& w, const Shape& out, const Place& place) {
   if (!read.ok()) return TensorInternal::ErrorLike(w, read);
   return laid_out;
 }
+
+// The 2-D windows of a blocked input x, (N, CB, OH, OW, 16, kh, kw).
+Tensor BlockedWindows(const Tensor& x, const std::vector<int64_t>& kernel,
+                      const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                      const Pads& padding) {
+  if (x.ndim() != 5 || x.shape()[4] != kB || kernel.size() != 2 || stride.size() != 2 ||
+      dilation.size() != 2 || padding.size() != 2)
+    return Fail(x, absl::StrCat("channel blocks: no 2-D windows of ", ShapeStr(x.shape())));
+  // The block is a third window dim of one element: Pool pads and copies
+  // in the blocked layout, so every tap is one whole vector.
+  Pads pads = padding;
+  pads.push_back({0, 0});
+  Tensor win = x.Pool({kernel[0], kernel[1], 1}, {stride[0], stride[1], 1},
+                      {dilation[0], dilation[1], 1}, pads);
+  if (!win.ok()) return win;
+  const Shape& s = win.shape();  // (N, CB, OH, OW, 16, kh, kw, 1)
+  return win.Reshape({s[0], s[1], s[2], s[3], kB, s[5], s[6]});
+}
+
 }  // namespace
 
 Tensor Tensor::ToChannelBlocks() const {
@@ -146,6 +165,61 @@ Tensor Tensor::DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& st
                                   dilation[0] * row, dilation[1] * kB});
   // (N, CB, OH, OW, c, kh, kw) * (CB, kh, kw, c) summed over the taps.
   return (win * wd.Permute({0, 3, 1, 2}).Reshape({1, ws[0], 1, 1, kB, ws[1], ws[2]})).Sum({5, 6});
+}
+
+Tensor Tensor::DenseBlockedWeights() const {
+  if (!ok()) return *this;
+  if (dtype() != dtypes::kFloat32 || ndim() != 4 || kiln::Prod(shape()) < 1)
+    return Fail(*this, absl::StrCat("channel blocks: weight ", ShapeStr(shape()), " of ",
+                                    dtype().Name(), " is not a float32 2-D convolution weight"));
+  const int64_t cout = shape()[0], cin = shape()[1], taps = shape()[2] * shape()[3];
+  const int64_t cb = Blocks(cin);
+  const Shape out = {Blocks(cout), cb, shape()[2], shape()[3], kB, kB};
+  return LaidOut(*this, out, [&](const float* w, float* p) {
+    // (Cout, Cin, kh, kw) -> (Cout / 16, Cin / 16, kh, kw, ci, co)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t i = 0; i < cin; ++i)
+        for (int64_t t = 0; t < taps; ++t)
+          p[static_cast<size_t>((((o / kB) * cb + i / kB) * taps + t) * kB * kB +
+                                (i % kB) * kB + o % kB)] = w[(o * cin + i) * taps + t];
+  });
+}
+
+Tensor Tensor::WinogradBlockedWeights() const {
+  if (!ok()) return *this;
+  if (dtype() != dtypes::kFloat32)
+    return Fail(*this, absl::StrCat("channel blocks: weight of ", dtype().Name(), " is not float32"));
+  Tensor u = WinogradWeights();  // (16, Cout, Cin)
+  if (!u.ok()) return u;
+  const int64_t planes = u.shape()[0], cout = u.shape()[1], cin = u.shape()[2];
+  const int64_t cob = Blocks(cout), cb = Blocks(cin);
+  return LaidOut(u, {planes, cob, cb, kB, kB}, [&](const float* w, float* p) {
+    // (16, Cout, Cin) -> (16, Cout / 16, Cin / 16, ci, co)
+    for (int64_t q = 0; q < planes; ++q)
+      for (int64_t o = 0; o < cout; ++o)
+        for (int64_t i = 0; i < cin; ++i)
+          p[static_cast<size_t>((((q * cob + o / kB) * cb + i / kB) * kB + i % kB) * kB + o % kB)] =
+              w[(q * cout + o) * cin + i];
+  });
+}
+
+Tensor Tensor::ConvBlocked(const Tensor& wb, const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& dilation, const Pads& padding) const {
+  if (!ok()) return *this;
+  if (!wb.ok()) return wb;
+  const Shape& ws = wb.shape();
+  if (ndim() != 5 || shape()[4] != kB || wb.ndim() != 6 || ws[1] != shape()[1] || ws[4] != kB ||
+      ws[5] != kB)
+    return Fail(*this, absl::StrCat("channel blocks: input ", ShapeStr(shape()), " and weight ",
+                                    ShapeStr(ws), " do not make a 2-D convolution"));
+  Tensor win = BlockedWindows(*this, {ws[2], ws[3]}, stride, dilation, padding);
+  if (!win.ok()) return win;
+  const Shape& v = win.shape();
+  // (N, 1, CB, OH, OW, kh, kw, ci, 1) * (1, COB, CB, 1, 1, kh, kw, ci, co),
+  // summed over CB, the taps and ci: each tap's input channels are one
+  // whole vector, broadcast lane by lane against 16 output channels.
+  Tensor x = win.Permute({0, 1, 2, 3, 5, 6, 4}).Reshape({v[0], 1, v[1], v[2], v[3], v[5], v[6], kB, 1});
+  return (x * wb.Reshape({1, ws[0], ws[1], 1, 1, ws[2], ws[3], kB, kB})).Sum({2, 5, 6, 7});
 }
 
 Tensor Tensor::StemBlockedWeights() const {

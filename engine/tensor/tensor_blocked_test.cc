@@ -1,6 +1,7 @@
 // Channel blocks (tensor_blocked.cc): the views to and from blocks, the
-// weight layouts, and the blocked 1x1 and depthwise convolutions against
-// Tensor::Conv of the same NCHW values on every test device.
+// weight layouts, and the blocked 1x1, depthwise and dense convolutions and
+// pools against Tensor::Conv / the pools of the same NCHW values on every
+// test device.
 #include "engine/tensor/test_util.h"
 
 namespace kiln {
@@ -124,6 +125,78 @@ TEST_P(ChannelBlocksTest, StemIntoBlocksMatchesConv) {
   EXPECT_FALSE(T(Ramp(3 * 16, 0), {1, 3, 4, 4}).ConvIntoBlocks(wb, {1, 1}, {1, 1}, {}).ok());
 }
 
+// Dense convolutions of blocked inputs, direct (any window, stride,
+// dilation, padding) and Winograd F(2 x 2, 3 x 3) (stride 1), with partial
+// blocks (24 in, 40 out: the input's padded lanes hold garbage that the
+// zero weights cancel), against Conv of the NCHW values.
+TEST_P(ChannelBlocksTest, DenseMatchesConv) {
+  struct Case {
+    Shape x;
+    int64_t cout, kh, kw, stride, dilation;
+    Pads pads;
+    bool winograd;
+  } cases[] = {{{1, 32, 7, 7}, 32, 3, 3, 1, 1, {{1, 1}, {1, 1}}, false},
+               {{2, 16, 9, 8}, 32, 3, 3, 2, 1, {{1, 1}, {1, 1}}, false},
+               {{1, 32, 6, 9}, 16, 1, 7, 1, 1, {{0, 0}, {3, 3}}, false},
+               {{1, 16, 8, 8}, 16, 3, 3, 1, 2, {{2, 2}, {2, 2}}, false},
+               {{1, 24, 6, 7}, 40, 3, 3, 1, 1, {{1, 1}, {1, 1}}, false},
+               {{1, 32, 7, 7}, 32, 3, 3, 1, 1, {{1, 1}, {1, 1}}, true},
+               {{2, 16, 9, 10}, 48, 3, 3, 1, 1, {{1, 0}, {0, 2}}, true},
+               {{1, 24, 6, 7}, 40, 3, 3, 1, 1, {{1, 1}, {1, 1}}, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.kh << "x" << c.kw << " s" << c.stride << " d" << c.dilation
+                                    << " " << c.x[1] << "->" << c.cout
+                                    << (c.winograd ? " winograd" : ""));
+    const int64_t cin = c.x[1], padded = (cin + 15) / 16 * 16;
+    Tensor x = T(GridValues(Prod(c.x), 3), c.x);
+    Tensor w = T(GridValues(c.cout * cin * c.kh * c.kw, 4), {c.cout, cin, c.kh, c.kw});
+    Tensor::ConvOptions o;
+    o.stride = {c.stride, c.stride};
+    o.dilation = {c.dilation, c.dilation};
+    o.padding = c.pads;
+    Tensor xb = x.Pad({{0, 0}, {0, padded - cin}, {0, 0}, {0, 0}}, 7.0).ToChannelBlocks().Contiguous();
+    Tensor wb = c.winograd ? w.WinogradBlockedWeights() : w.DenseBlockedWeights();
+    ASSERT_TRUE(wb.ok()) << wb.status();
+    const int64_t cob = (c.cout + 15) / 16, cb = padded / 16;
+    const Shape want = c.winograd ? Shape{16, cob, cb, 16, 16} : Shape{cob, cb, c.kh, c.kw, 16, 16};
+    EXPECT_EQ(wb.shape(), want);
+    Tensor got = c.winograd ? xb.ConvWinogradBlocked(wb, o.padding)
+                            : xb.ConvBlocked(wb, o.stride, o.dilation, o.padding);
+    ASSERT_TRUE(got.ok()) << got.status();
+    Tensor y = got.FromChannelBlocks();
+    const Shape& ys = y.shape();
+    Check(y.Shrink({{0, ys[0]}, {0, c.cout}, {0, ys[2]}, {0, ys[3]}}), Values(x.Conv(w, nullptr, o)),
+          1e-4, 1e-4);
+    if (c.cout < ys[1])  // the padded output channels are 0
+      Check(y.Shrink({{0, ys[0]}, {c.cout, ys[1]}, {0, ys[2]}, {0, ys[3]}}),
+            std::vector<double>(ys[0] * (ys[1] - c.cout) * ys[2] * ys[3], 0.0));
+  }
+}
+
+// A pool of blocks is the NCHW pool with a third window dim of 1 over the
+// block (how the ONNX importer pools a chain's blocks).
+TEST_P(ChannelBlocksTest, PoolsOfBlocksMatchNchwPools) {
+  const Shape xs = {2, 32, 9, 8};
+  Tensor x = T(GridValues(Prod(xs), 5), xs);
+  Tensor::PoolOptions o;
+  o.kernel = {3, 3};
+  o.stride = {2, 2};
+  o.dilation = {1, 1};
+  o.padding = {{1, 1}, {0, 1}};
+  o.ceil_mode = true;
+  Tensor::PoolOptions ob = o;
+  ob.kernel.push_back(1);
+  ob.stride.push_back(1);
+  ob.dilation.push_back(1);
+  ob.padding.push_back({0, 0});
+  Tensor xb = x.ToChannelBlocks().Contiguous();
+  Check(xb.MaxPool(ob).FromChannelBlocks(), Values(x.MaxPool(o)), 1e-6, 1e-6);
+  for (bool include : {false, true}) {
+    o.count_include_pad = ob.count_include_pad = include;
+    Check(xb.AvgPool(ob).FromChannelBlocks(), Values(x.AvgPool(o)), 1e-5, 1e-5);
+  }
+}
+
 TEST_P(ChannelBlocksTest, BadShapesAreErrors) {
   EXPECT_FALSE(T(Ramp(16 * 16 * 9, 0), {16, 16, 3, 3}).ChannelBlockedWeights().ok());
   EXPECT_FALSE(T(Ramp(16 * 16, 0), {16, 16}).ChannelBlockedWeights().ok());
@@ -133,6 +206,14 @@ TEST_P(ChannelBlocksTest, BadShapesAreErrors) {
   Tensor wd = T(Ramp(32 * 9, 0), {32, 1, 3, 3}).ChannelBlockedWeights();
   Tensor small = T(Ramp(32 * 4, 0), {1, 32, 2, 2}).ToChannelBlocks();
   EXPECT_FALSE(small.DepthwiseBlocked(wd, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}).ok());  // 3 > 2
+  Tensor dense = T(Ramp(32 * 32 * 9, 0), {32, 32, 3, 3}).DenseBlockedWeights();
+  EXPECT_FALSE(x.ConvBlocked(dense, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}).ok());  // 3 > 2
+  EXPECT_FALSE(x.ConvBlocked(wb, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}).ok());     // a 1x1 layout
+  Tensor u = T(Ramp(32 * 32 * 9, 0), {32, 32, 3, 3}).WinogradBlockedWeights();
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_FALSE(x.ConvWinogradBlocked(u, {{-1, 0}, {0, 0}}).ok());               // negative pad
+  EXPECT_FALSE(T(Ramp(16 * 9, 0), {16, 1, 3, 3}).Cast(dtypes::kInt32).DenseBlockedWeights().ok());
+  EXPECT_FALSE(T(Ramp(16 * 4, 0), {16, 1, 2, 2}).WinogradBlockedWeights().ok());  // 2x2
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ChannelBlocksTest, ::testing::ValuesIn(TestDevices()),

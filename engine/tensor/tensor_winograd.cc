@@ -126,6 +126,36 @@ Tensor PaddedWinograd(const Tensor& xp, const Tensor& u, int64_t oh, int64_t ow)
   return y.Contiguous();
 }
 
+// PaddedWinograd in channel blocks: xp (N, CB, 2 (TH + 1), 2 (TW + 1), 16)
+// contiguous, u (16, COB, CB, ci, co). Each tap of every tile reads whole
+// 16-channel vectors (no phase split), the 16 plane matmuls are blocked 1x1
+// convolutions over the tiles, and the output transform writes blocks.
+Tensor PaddedWinogradBlocked(const Tensor& xp, const Tensor& u, int64_t oh, int64_t ow) {
+  const int64_t m = kM, a = kA, b = Tensor::kChannelBlock;
+  const int64_t n = xp.shape()[0], cb = xp.shape()[1], cob = u.shape()[1];
+  const int64_t th = xp.shape()[2] / m - 1, tw = xp.shape()[3] / m - 1;
+  const int64_t row = xp.shape()[3] * b, plane = xp.shape()[2] * row, nt = n * th * tw;
+  std::vector<Tensor> d;  // tap (k, l) of every tile: (CB, N, TH, TW, 16)
+  for (int64_t k = 0; k < a; ++k)
+    for (int64_t l = 0; l < a; ++l)
+      d.push_back(xp.AsStrided({cb, n, th, tw, b}, {plane, cb * plane, m * row, m * b, 1},
+                               k * row + l * b));
+  Tensor v = Tensor::Stack(Transform2D(d, a, kBt, a), 0).Contiguous();  // (16, CB, N, TH, TW, 16)
+  Tensor mm = (v.Reshape({a * a, 1, cb, nt, b, 1}) * u.Reshape({a * a, cob, cb, 1, b, b}))
+                  .Sum({2, 4});  // (16, COB, N * T, 16)
+  std::vector<Tensor> planes;
+  for (int64_t p = 0; p < a * a; ++p)
+    planes.push_back(
+        mm.Shrink({{p, p + 1}, {0, cob}, {0, nt}, {0, b}}).Reshape({cob, n, th, tw, b}));
+  Tensor y = Tensor::Stack(Transform2D(planes, a, kAt, m), 0).Contiguous();  // (4, COB, N, TH, TW, 16)
+  // (o1, o2, COB, N, TH, TW, 16) -> (N, COB, TH, o1, TW, o2, 16) -> rows.
+  return y.Reshape({m, m, cob, n, th, tw, b})
+      .Permute({3, 2, 4, 0, 5, 1, 6})
+      .Reshape({n, cob, th * m, tw * m, b})
+      .Shrink({{0, n}, {0, cob}, {0, oh}, {0, ow}, {0, b}})
+      .Contiguous();
+}
+
 // U = G g Gt for each of `pairs` 3x3 weights g (9 values each, in `g`),
 // stored plane-major into `u`: (16, pairs). Computed in double, stored as
 // T: float32 weights are neither widened nor copied once more (ResNet-18's
@@ -208,6 +238,34 @@ Tensor Tensor::ConvWinograd(const Tensor& u, const Pads& padding) const {
   // the padded buffer (padded once, so its producer still computes into it).
   const int64_t per = ImagesPerSlice(WinogradBytesPerImage(cin, cout, th * tw));
   return xp.ChunkBatch(per, [&](const Tensor& xs) { return PaddedWinograd(xs, u, oh, ow); });
+}
+
+Tensor Tensor::ConvWinogradBlocked(const Tensor& ub, const Pads& padding) const {
+  if (!ok()) return *this;
+  if (!ub.ok()) return ub;
+  const int64_t m = kM, a = kA, b = kChannelBlock;
+  if (ndim() != 5 || shape()[4] != b || padding.size() != 2 || ub.ndim() != 5 ||
+      ub.shape()[0] != a * a || ub.shape()[2] != shape()[1] || ub.shape()[3] != b ||
+      ub.shape()[4] != b)
+    return Fail(*this, absl::StrCat("winograd: input ", ShapeStr(shape()), " and weights ",
+                                    ShapeStr(ub.shape()),
+                                    " are not (N, CB, H, W, 16) and (16, COB, CB, 16, 16)"));
+  for (const auto& [p0, p1] : padding)
+    if (p0 < 0 || p1 < 0) return Fail(*this, "winograd: negative padding");
+  const int64_t oh = shape()[2] + padding[0].first + padding[0].second - 2;
+  const int64_t ow = shape()[3] + padding[1].first + padding[1].second - 2;
+  if (oh < 1 || ow < 1) return Fail(*this, "winograd: empty output");
+  const int64_t th = (oh + m - 1) / m, tw = (ow + m - 1) / m;
+  // Padded in blocks into a buffer of its own, like ConvWinograd's.
+  Tensor xp = Pad({{0, 0},
+                   {0, 0},
+                   {padding[0].first, (th + 1) * m - shape()[2] - padding[0].first},
+                   {padding[1].first, (tw + 1) * m - shape()[3] - padding[1].first},
+                   {0, 0}})
+                  .Contiguous();
+  const int64_t per =
+      ImagesPerSlice(WinogradBytesPerImage(shape()[1] * b, ub.shape()[1] * b, th * tw));
+  return xp.ChunkBatch(per, [&](const Tensor& xs) { return PaddedWinogradBlocked(xs, ub, oh, ow); });
 }
 
 // Where the matmuls are large enough to pay for the two
