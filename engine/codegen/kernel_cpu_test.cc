@@ -142,6 +142,21 @@ TEST_F(KernelCpuTest, BlockedPointwiseOnAnOddMapTilesThirteenPixels) {
   EXPECT_EQ(c.opts[1].amount, 13);
 }
 
+// On a 17 x 17 map (289 pixels: nothing up to 15 divides them) the pixels
+// are padded to 296 for a tile of 8 (1 pixel x 3 blocks ran at 50-80
+// GFLOP/s); so is a 1x7 convolution's row of 17, to 18 for a tile of 6.
+TEST_F(KernelCpuTest, BlockedRowsNoTileDividesArePadded) {
+  Tensor x = Tensor::Empty(e, {1, 48, 17, 17, 16}, dtypes::kFloat32);
+  Choice c = Choose(x.PointwiseBlocked(Tensor::Empty(e, {12, 48, 16, 16}, dtypes::kFloat32), 1));
+  ASSERT_GE(c.opts.size(), 2u);
+  EXPECT_EQ(c.opts[1].amount, 8);
+  EXPECT_NE(std::find(c.after.begin(), c.after.end(), 296 / 8), c.after.end());
+  Choice row = Choose(x.ConvBlocked(Tensor::Empty(e, {12, 48, 1, 7, 16, 16}, dtypes::kFloat32),
+                                    {1, 1}, {1, 1}, {{0, 0}, {3, 3}}));
+  ASSERT_GE(row.opts.size(), 2u);
+  EXPECT_EQ(row.opts[1].amount, 6);
+}
+
 // A depthwise convolution in channel blocks reads every tap's 16 channels
 // as one vector, input and weight alike: 16 lanes (8 before).
 TEST_F(KernelCpuTest, BlockedDepthwiseTakesWholeBlocks) {

@@ -116,6 +116,26 @@ bool ConcatenatesChannels(const onnx::NodeProto& n) {
   return n.op_type() == "Concat" && a != nullptr && (a->i() == 1 || a->i() == -3);
 }
 
+// Whether Pad node `n` pads only the spatial dims of 4-D values with a
+// constant, as far as its constant inputs are known yet (a pads input
+// computed by a later Constant node is taken on trust: PadOp keeps the
+// blocks only when it holds).
+bool PadsSpatially(const onnx::NodeProto& n, const Scope& scope) {
+  const onnx::AttributeProto* mode = Attr(n, "mode");
+  if (n.op_type() != "Pad" || (mode != nullptr && mode->s() != "constant") || n.input_size() > 3)
+    return false;
+  std::vector<int64_t> pads;
+  if (const onnx::AttributeProto* a = Attr(n, "pads")) pads.assign(a->ints().begin(), a->ints().end());
+  if (n.input_size() > 1) {
+    const OnnxValue* v = scope.Find(n.input(1));
+    if (v != nullptr && v->host)
+      for (int64_t i = 0; i < v->host->numel(); ++i)
+        pads.push_back(static_cast<int64_t>(v->host->GetDouble(i)));
+  }
+  if (pads.empty()) return true;
+  return pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0;
+}
+
 // `convs`: how many blocked convolutions deep the chain is followed (a
 // chain that reaches an op outside it one convolution later pays a copy
 // there: RegNet's 1x1 convolutions feeding grouped 3x3 ones, 15% slower).
@@ -130,7 +150,8 @@ bool Continues(const std::string& name, const Scope& scope, int64_t channels, in
     // Pools and batch norms keep the blocks; so does a concatenation along
     // the channels (its other parts computed in blocks or copied in).
     const bool keeps = op == "MaxPool" || op == "AveragePool" ||
-                       (op == "BatchNormalization" && r->input(0) == name);
+                       ((op == "BatchNormalization" || op == "Pad") && r->input(0) == name &&
+                        (op != "Pad" || PadsSpatially(*r, scope)));
     if ((keeps || ConcatenatesChannels(*r)) && r->output_size() == 1 &&
         Continues(r->output(0), scope, keeps ? channels : -1, depth + 1, convs))
       continue;

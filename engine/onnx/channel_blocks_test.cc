@@ -150,11 +150,12 @@ TEST(ChannelBlocksTest, AStemWritesBlocks) {
 }
 
 // A residual stage of dense convolutions: y = GlobalAveragePool(AveragePool
-// 2x2 of Relu(3x3 stride-2 to 40 of r)), r = Relu(a + 3x3(Relu(3x3(a)))), a =
-// MaxPool 3x3 stride 2 of Relu(7x7 stride-2 stem to 32). The stem writes
-// blocks (its readers keep them through the pool), the two 3x3 ones run as
-// Winograd in blocks, the strided one directly (40 channels: a partial
-// block); four weights laid out, the plain model's values.
+// 2x2 of Pad(Relu(3x3 stride-2 to 40 of r))), r = Relu(a + 3x3(Relu(3x3(a)))),
+// a = MaxPool 3x3 stride 2 of Relu(7x7 stride-2 stem to 32). The stem
+// writes blocks (its readers keep them through the pool), the two 3x3 ones
+// run as Winograd in blocks, the strided one directly (40 channels: a
+// partial block), the Pad of its spatial dims in blocks; four weights laid
+// out, the plain model's values.
 std::unique_ptr<OnnxModel> ResidualModel(bool constant_weights) {
   Builder b;
   b.Input("x", TensorProto::FLOAT, {-1, 3, -1, -1}).Output("y");
@@ -182,7 +183,9 @@ std::unique_ptr<OnnxModel> ResidualModel(bool constant_weights) {
   b.Node("Relu", {"sum"}, {"r"});
   conv("r", "w3", "c3", 3, 2);
   b.Node("Relu", {"c3"}, {"r3"});
-  onnx::NodeProto* avg = b.Node("AveragePool", {"r3"}, {"p"});
+  b.Init("pads", HostTensor::FromDoubles({0, 0, 1, 0, 0, 0, 1, 1}, {8}, dtypes::kInt64));
+  b.Node("Pad", {"r3", "pads"}, {"r3p"});
+  onnx::NodeProto* avg = b.Node("AveragePool", {"r3p"}, {"p"});
   AttrInts(avg, "kernel_shape", {2, 2});
   AttrInts(avg, "strides", {2, 2});
   b.Node("GlobalAveragePool", {"p"}, {"y"});

@@ -30,7 +30,10 @@ TEST_P(ChannelBlocksTest, PointwiseMatchesConv) {
   struct Case {
     Shape x;
     int64_t cout, stride;
-  } cases[] = {{{1, 32, 7, 7}, 48, 1}, {{2, 16, 5, 6}, 32, 1}, {{1, 32, 7, 9}, 16, 2}};
+  } cases[] = {{{1, 32, 7, 7}, 48, 1},
+               {{2, 16, 5, 6}, 32, 1},
+               {{1, 32, 7, 9}, 16, 2},
+               {{1, 16, 17, 17}, 32, 1}};  // 289 pixels: a padded tile on the CPU
   for (const Case& c : cases) {
     SCOPED_TRACE(c.stride);
     Tensor x = T(GridValues(Prod(c.x), 1), c.x);
@@ -138,6 +141,7 @@ TEST_P(ChannelBlocksTest, DenseMatchesConv) {
   } cases[] = {{{1, 32, 7, 7}, 32, 3, 3, 1, 1, {{1, 1}, {1, 1}}, false},
                {{2, 16, 9, 8}, 32, 3, 3, 2, 1, {{1, 1}, {1, 1}}, false},
                {{1, 32, 6, 9}, 16, 1, 7, 1, 1, {{0, 0}, {3, 3}}, false},
+               {{1, 16, 3, 17}, 32, 1, 7, 1, 1, {{0, 0}, {3, 3}}, false},  // rows of 17: padded
                {{1, 16, 8, 8}, 16, 3, 3, 1, 2, {{2, 2}, {2, 2}}, false},
                {{1, 24, 6, 7}, 40, 3, 3, 1, 1, {{1, 1}, {1, 1}}, false},
                {{1, 32, 7, 7}, 32, 3, 3, 1, 1, {{1, 1}, {1, 1}}, true},
