@@ -344,12 +344,15 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   //    operand broadcast along them, e.g. a convolution's output channels)
   //    run inside: sort the global axes by tile size, largest outermost --
   //    only when such an axis exists (a depthwise convolution reuses nothing
-  //    and keeps its row-major walk). Untiled leading axes without that
-  //    reuse (a batch) stay outermost: each image is walked once.
+  //    and keeps its row-major walk). The first axis when untiled (a batch,
+  //    whatever it reuses), and the untiled axes after it without that
+  //    reuse, stay outermost: each image is walked once (Wide ResNet's
+  //    blocked convolutions at batch 8 walked every image once per pair of
+  //    channel blocks: 296 -> 285 ms).
   if (first_reduce_ >= 2 && upcasted_ > 1) {
     const std::vector<int64_t> tile = GlobalTiles();
     int keep = 0;
-    while (keep < first_reduce_ && tile[keep] == 1 && reuse_score(keep) < 2) ++keep;
+    while (keep < first_reduce_ && tile[keep] == 1 && (reuse_score(keep) < 2 || keep == 0)) ++keep;
     bool reuse = false;
     for (int a = keep; a < first_reduce_; ++a) reuse |= reuse_score(a) == 2;
     std::vector<int> order(ndim());

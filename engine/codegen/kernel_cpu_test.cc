@@ -157,6 +157,16 @@ TEST_F(KernelCpuTest, BlockedRowsNoTileDividesArePadded) {
   EXPECT_EQ(row.opts[1].amount, 6);
 }
 
+// At batch 3 the images stay the outermost loop (the weight is broadcast
+// along them too, but each image's pixels would otherwise be streamed once
+// per pair of channel blocks).
+TEST_F(KernelCpuTest, BlockedPointwiseWalksEachImageOnce) {
+  Tensor x = Tensor::Empty(e, {3, 16, 56, 56, 16}, dtypes::kFloat32);
+  Choice c = Choose(x.PointwiseBlocked(Tensor::Empty(e, {16, 16, 16, 16}, dtypes::kFloat32), 1));
+  ASSERT_FALSE(c.after.empty());
+  EXPECT_EQ(c.after[0], 3);
+}
+
 // A depthwise convolution in channel blocks reads every tap's 16 channels
 // as one vector, input and weight alike: 16 lanes (8 before).
 TEST_F(KernelCpuTest, BlockedDepthwiseTakesWholeBlocks) {
