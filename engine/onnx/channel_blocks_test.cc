@@ -276,6 +276,31 @@ TEST(ChannelBlocksTest, ConcatenationsOfBlocks) {
   EXPECT_FALSE(ConcatInBlocks({&pa, &pb}, yes));  // nothing blocked
 }
 
+// A convolution to one channel would multiply zeros in 15 of 16 lanes (its
+// weight laid out 16x larger): it reads the chain's NCHW copy instead; one
+// weight laid out (the 1x1 one that starts the chain).
+TEST(ChannelBlocksTest, AFewChannelsLeaveTheBlocks) {
+  auto model = [](bool constant_weights) {
+    Builder b;
+    b.Input("x", TensorProto::FLOAT, {-1, 32, -1, -1}).Output("y");
+    const Weight weights[] = {{"w1", {64, 32, 1, 1}, 1}, {"w2", {1, 64, 3, 3}, 2}};
+    AddWeights(&b, weights, constant_weights);
+    b.Node("Conv", {"x", "w1"}, {"a0"});
+    b.Node("Relu", {"a0"}, {"a"});
+    AttrInts(b.Node("Conv", {"a", "w2"}, {"c"}), "pads", {1, 1, 1, 1});
+    b.Node("GlobalAveragePool", {"c"}, {"y"});
+    return Load(b);
+  };
+  auto blocked = model(true), plain = model(false);
+  ASSERT_TRUE(blocked && plain);
+  const Shape xs = {1, 32, 6, 7};
+  Tensor x = F(Ramp(Prod(xs), 3), xs);
+  ExpectNear(RunOne(*blocked, {x}),
+             RunOne(*plain, {x, F(Ramp(64 * 32, 1), {64, 32, 1, 1}), F(Ramp(64 * 9, 2), {1, 64, 3, 3})}),
+             1e-4, 1e-4);
+  EXPECT_EQ(blocked->derived_weights(), 1u);
+}
+
 TEST(ChannelBlocksTest, PointwiseConvolutionsOnMapsThatWasteLanes) {
   Tensor::ConvOptions o;
   o.stride = {1, 1};

@@ -289,6 +289,14 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
         !(chain && cout >= cin))
       return std::nullopt;
   }
+  // Channels padded to whole blocks may not inflate the weight past 4x (a
+  // few channels: the lanes would mostly multiply zeros, and a hostile
+  // model's (1, 1, k, k) weight would grow 256x).
+  const auto round_up = [](int64_t c) { return (c + kB - 1) / kB * kB; };
+  const double laid_out = static_cast<double>(round_up(cout)) *
+                          static_cast<double>(depthwise || stem ? w.shape()[1] : round_up(cin)) *
+                          static_cast<double>(w.shape()[2] * w.shape()[3]);
+  if (laid_out > 4.0 * static_cast<double>(std::max<int64_t>(w.numel(), 1))) return std::nullopt;
   const char* layout = stem              ? "/stem_blocked/"
                        : winograd        ? "/winograd_blocked/"
                        : dense           ? "/dense_blocked/"
