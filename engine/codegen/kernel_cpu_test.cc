@@ -99,6 +99,16 @@ TEST_F(KernelCpuTest, StridedStemsMatchTheInterpreter) {
     }
 }
 
+// A blocked kernel's first opts: 16 lanes (a block of output channels),
+// then `pixels` of a row, then `blocks` channel blocks.
+void ExpectBlockTile(const Choice& c, int64_t pixels, int64_t blocks) {
+  ASSERT_GE(c.opts.size(), 3u);
+  EXPECT_TRUE(c.opts[0].vector);
+  EXPECT_EQ(c.opts[0].amount, 16);
+  EXPECT_EQ(c.opts[1].amount, pixels);
+  EXPECT_EQ(c.opts[2].amount, blocks);
+}
+
 // A 1x1 convolution in channel blocks (tensor_blocked.cc) of a 7 x 7 map,
 // 512 -> 2048 channels: the lanes are a block of 16 output channels, the
 // tile 7 pixels x 2 blocks (14 of the 16 accumulators), and the blocks run
@@ -107,11 +117,8 @@ TEST_F(KernelCpuTest, BlockedPointwiseTilesPixelsAndTwoBlocks) {
   Tensor x = Tensor::Empty(e, {1, 32, 7, 7, 16}, dtypes::kFloat32);
   Tensor w = Tensor::Empty(e, {128, 32, 16, 16}, dtypes::kFloat32);
   Choice c = Choose(x.PointwiseBlocked(w, 1));
-  ASSERT_EQ(c.opts.size(), 3u);
-  EXPECT_TRUE(c.opts[0].vector);
-  EXPECT_EQ(c.opts[0].amount, 16);
-  EXPECT_EQ(c.opts[1].amount, 7);  // pixels of a row
-  EXPECT_EQ(c.opts[2].amount, 2);  // channel blocks
+  EXPECT_EQ(c.opts.size(), 3u);
+  ExpectBlockTile(c, 7, 2);
   // After the opts: the 64 pairs of blocks before the 7 rows.
   auto at = [&](int64_t n) { return std::find(c.after.begin(), c.after.end(), n) - c.after.begin(); };
   EXPECT_LT(at(64), at(7));
@@ -123,12 +130,7 @@ TEST_F(KernelCpuTest, BlockedPointwiseTilesPixelsAndTwoBlocks) {
 TEST_F(KernelCpuTest, BlockedDenseTilesPixelsAndTwoBlocks) {
   Tensor x = Tensor::Empty(e, {1, 32, 7, 7, 16}, dtypes::kFloat32);
   Tensor w = Tensor::Empty(e, {32, 32, 3, 3, 16, 16}, dtypes::kFloat32);
-  Choice c = Choose(x.ConvBlocked(w, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}));
-  ASSERT_GE(c.opts.size(), 3u);
-  EXPECT_TRUE(c.opts[0].vector);
-  EXPECT_EQ(c.opts[0].amount, 16);
-  EXPECT_EQ(c.opts[1].amount, 7);  // pixels of a row
-  EXPECT_EQ(c.opts[2].amount, 2);  // channel blocks
+  ExpectBlockTile(Choose(x.ConvBlocked(w, {1, 1}, {1, 1}, {{1, 1}, {1, 1}})), 7, 2);
 }
 
 // On a 13 x 13 map (169 pixels: no tile of 2-8 divides them) the blocked
