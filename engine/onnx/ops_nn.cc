@@ -233,10 +233,11 @@ std::optional<Tensor> ChannelsInnermostConv(OpContext& ctx, const Tensor& x, con
   return ConvOfLaidOutWeight(ctx, x, w, bias, o, order, "channels_innermost");
 }
 
-// A 1x1 or depthwise 2-D convolution by the model's constant float32
-// weight, on the CPU, in channel blocks (channel_blocks.h): when its input
-// is blocked already, or (a 1x1 one) when a chain starts here (the rule
-// below), its input then copied into blocks. The weight is laid out once
+// A 2-D convolution by the model's constant float32 weight, on the CPU, in
+// channel blocks (channel_blocks.h): a 1x1, depthwise or dense one (direct
+// or Winograd) when its input is blocked already; a 1x1 one when a chain
+// starts here (the rule below), its input then copied into blocks; an image
+// stem whose readers keep the blocks. The weight is laid out once
 // (DerivedWeights). The output value is blocked.
 std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, const Tensor& w,
                                             const Tensor* bias, const Tensor::ConvOptions& o) {

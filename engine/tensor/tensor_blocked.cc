@@ -11,7 +11,10 @@
 // blocked): 1x1 512 -> 2048 on 7 x 7 583 -> 451, 2048 -> 512 on 7 x 7
 // 587 -> 474, 192 -> 1152 on 7 x 7 123 -> 94, 256 -> 1024 on 14 x 14
 // 596 -> 451, 96 -> 576 on 14 x 14 110 -> 94; on 56 x 56 and 112 x 112,
-// where NCHW wastes no lanes, equal.
+// where NCHW wastes no lanes, equal. A dense convolution in blocks
+// broadcasts each tap's 16 input channels against 16 output channels (3x3
+// 512 -> 512 on 7 x 7: 1039 us, against 1571 for NCHW im2col in
+// ResNet-50); its Winograd form is in tensor_winograd.cc.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
