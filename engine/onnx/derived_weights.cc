@@ -8,7 +8,26 @@ namespace kiln {
 
 bool DerivedWeights::IsConstant(const std::string& name, const OnnxValue* v) const {
   // The constants scope has no parent: Find looks only at its own entries.
-  return v != nullptr && constants_ != nullptr && constants_->Find(name) == v && v->is_tensor();
+  if (v == nullptr || constants_ == nullptr || !v->is_tensor()) return false;
+  if (constants_->Find(name) == v) return true;
+  // An alias: `v` must carry the constant's own tensor (an Identity's
+  // output is a copy of the constant's value under another name).
+  const OnnxValue* c = constants_->Find(Name(name));
+  return c != nullptr && c != v && Name(name) != name && c->tensor && v->tensor &&
+         c->tensor->uop() == v->tensor->uop();
+}
+
+void DerivedWeights::AddAlias(const std::string& name, const std::string& of, const OnnxValue* v) {
+  if (name == of || !IsConstant(of, v)) return;
+  const std::string root = Name(of);
+  std::lock_guard<std::mutex> lock(mu_);
+  aliases_[name] = root;
+}
+
+std::string DerivedWeights::Name(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = aliases_.find(name);
+  return it == aliases_.end() ? name : it->second;
 }
 
 absl::StatusOr<Tensor> DerivedWeights::Get(const std::string& key,

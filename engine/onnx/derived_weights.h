@@ -7,7 +7,10 @@
 // Only a value that is the model's own constant may be derived from: the
 // caller passes the value its scope found for the name, and it must be the
 // very entry of the model's constants (a subgraph's value of the same name,
-// or a model input, is not).
+// or a model input, is not), or the output of an Identity of one (exporters
+// write a weight shared by several layers once and Identity nodes for the
+// others: the BERT-style encoder's layers 1-3), which shares its derived
+// tensors (`Name`).
 //
 // Thread safety: Get may be called from concurrent graph builds.
 #ifndef KILN_ENGINE_ONNX_DERIVED_WEIGHTS_H_
@@ -27,8 +30,15 @@ class DerivedWeights {
  public:
   explicit DerivedWeights(const Scope* constants) : constants_(constants) {}
 
-  // True when `v` (what a scope found for `name`) is the model's constant.
+  // True when `v` (what a scope found for `name`) is the model's constant,
+  // or `name` an alias of one whose value `v` carries.
   bool IsConstant(const std::string& name, const OnnxValue* v) const;
+
+  // Records `name` (an Identity node's output carrying `v`) as an alias of
+  // the constant `of`, when IsConstant(of, v); `Name` maps an alias to its
+  // constant's name (any other name to itself), for the keys of Get.
+  void AddAlias(const std::string& name, const std::string& of, const OnnxValue* v);
+  std::string Name(const std::string& name) const;
 
   // The tensor cached under `key`, or else make(), realized now without
   // being recorded by a JIT capture, and cached. A failure is returned and
@@ -42,6 +52,7 @@ class DerivedWeights {
   const Scope* constants_;
   mutable std::mutex mu_;
   std::map<std::string, Tensor> cache_;
+  std::map<std::string, std::string> aliases_;  // alias -> the constant's name
 };
 
 }  // namespace kiln

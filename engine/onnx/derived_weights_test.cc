@@ -196,6 +196,41 @@ TEST(DerivedWeightsTest, MatmulsOfAConstantWeightReadPanels) {
   }
 }
 
+// y = MatMul(x, Identity(Identity(w))), plus MatMul(x, w) when `direct`:
+// exporters write a weight shared by several layers once and Identity
+// nodes for the others. The Identity of a constant is that constant to its
+// derived weights: panels read through the Identity, one set of them for
+// both matmuls; none when w is an input.
+std::unique_ptr<OnnxModel> SharedWeightModel(bool constant_weight, bool direct) {
+  Builder b;
+  b.Input("x", TensorProto::FLOAT, {-1, kK}).Output("y");
+  std::vector<float> wv = Ramp(kK * kN, 1);
+  if (constant_weight)
+    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, {kK, kN}, dtypes::kFloat32));
+  else
+    b.Input("w", TensorProto::FLOAT, {kK, kN});
+  b.Node("Identity", {"w"}, {"w1"});
+  b.Node("Identity", {"w1"}, {"w2"});
+  b.Node("MatMul", {"x", "w2"}, {direct ? "b" : "y"});
+  if (direct) {
+    b.Node("MatMul", {"x", "w"}, {"a"});
+    b.Node("Add", {"a", "b"}, {"y"});
+  }
+  return Load(b);
+}
+
+TEST(DerivedWeightsTest, AnIdentityOfAConstantSharesItsDerivedWeights) {
+  Tensor x = F(Ramp(9 * kK, 3), {9, kK});
+  for (bool direct : {false, true}) {
+    SCOPED_TRACE(direct);
+    auto shared = SharedWeightModel(true, direct), plain = SharedWeightModel(false, direct);
+    ASSERT_TRUE(shared && plain);
+    ExpectNear(RunOne(*shared, {x}), RunOne(*plain, {x, F(Ramp(kK * kN, 1), {kK, kN})}), 1e-4, 1e-4);
+    EXPECT_EQ(shared->derived_weights(), 1u);
+    EXPECT_EQ(plain->derived_weights(), 0u);
+  }
+}
+
 // y = LSTM(x, w, r), bidirectional, hidden 32 (W: 128 x 160 a direction,
 // 80 KiB); w an initializer or else an input.
 constexpr int64_t kH = 32;

@@ -28,7 +28,7 @@ std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor&
                                   bool transposed, const std::string& part) {
   DerivedWeights* derived = CpuDerivedWeights(ctx);
   if (derived == nullptr) return std::nullopt;
-  const std::string& name = ctx.node().input(1);
+  const std::string name = derived->Name(ctx.node().input(1));
   if (a.ndim() < 1 || b.ndim() != 2 || a.dtype() != dtypes::kFloat32 ||
       b.dtype() != dtypes::kFloat32)
     return std::nullopt;
@@ -152,7 +152,7 @@ std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor
                                    const Tensor* bias, const Tensor::ConvOptions& o) {
   DerivedWeights* derived = CpuDerivedWeights(ctx);
   if (derived == nullptr) return std::nullopt;
-  const std::string& name = ctx.node().input(1);
+  const std::string name = derived->Name(ctx.node().input(1));
   if (!Tensor::WinogradPays(x.shape(), w.shape(), o)) return std::nullopt;
   absl::StatusOr<Tensor> u = derived->Get(absl::StrCat(name, "/winograd/", w.dtype().Name()),
                                           [&] { return w.WinogradWeights(); });
@@ -175,7 +175,7 @@ std::optional<Tensor> ConvOfLaidOutWeight(OpContext& ctx, const Tensor& x, const
   std::vector<int64_t> back(order.size());
   for (size_t i = 0; i < order.size(); ++i) back[order[i]] = static_cast<int64_t>(i);
   absl::StatusOr<Tensor> laid_out =
-      derived->Get(absl::StrCat(ctx.node().input(1), "/", tag, "/", w.dtype().Name()),
+      derived->Get(absl::StrCat(derived->Name(ctx.node().input(1)), "/", tag, "/", w.dtype().Name()),
                    [&] { return w.Permute(order).Contiguous(); });
   if (!laid_out.ok()) return std::nullopt;
   return x.Conv(laid_out->Permute(back), bias, o);
@@ -303,7 +303,7 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
                        : dense           ? "/dense_blocked/"
                                          : "/channel_blocked/";
   absl::StatusOr<Tensor> wb =
-      derived->Get(absl::StrCat(ctx.node().input(1), layout, w.dtype().Name()), [&] {
+      derived->Get(absl::StrCat(derived->Name(ctx.node().input(1)), layout, w.dtype().Name()), [&] {
         return stem       ? w.StemBlockedWeights()
                : winograd ? w.WinogradBlockedWeights()
                : dense    ? w.DenseBlockedWeights()

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/onnx/channel_blocks.h"
+#include "engine/onnx/derived_weights.h"
 #include "engine/onnx/graph_builder.h"
 #include "engine/onnx/onnx/onnx.pb.h"
 #include "engine/onnx/ops_common.h"
@@ -387,6 +388,10 @@ absl::Status EyeLikeOp(OpContext& ctx) {
 
 absl::Status IdentityOp(OpContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckInputs(1, 1));
+  // The Identity of a model constant is that constant to the weights
+  // derived from it (derived_weights.h).
+  if (DerivedWeights* derived = ctx.builder()->derived())
+    derived->AddAlias(ctx.node().output(0), ctx.node().input(0), &ctx.Raw(0));
   ctx.SetValue(0, ctx.Raw(0));
   return absl::OkStatus();
 }
