@@ -30,6 +30,21 @@
 
 namespace kiln {
 
+namespace {
+// The tile of 5-8 that a row of `n` pixels is padded up to (step 3): the
+// largest that wastes at most 1/16 of them, else the least wasteful within
+// 1/8; 0 when none does.
+int64_t PaddedTile(int64_t n) {
+  auto waste = [&](int64_t amt) { return (n + amt - 1) / amt * amt - n; };
+  int64_t best = 0;
+  for (int64_t amt : {8, 7, 6, 5})
+    if (!best && waste(amt) * 16 <= n) best = amt;
+  for (int64_t amt : {8, 7, 6, 5})
+    if (!best || (waste(best) * 16 > n && waste(amt) < waste(best))) best = amt;
+  return n > best && waste(best) * 8 <= n ? best : 0;
+}
+}  // namespace
+
 void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
   if (Env().noopt || ndim() == 0) return;
   if (opts_.gpu) {
@@ -296,15 +311,8 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
       const int64_t n = full_shape_[i];
       bool divides = false;
       for (int64_t amt : try_amounts) divides |= n % amt == 0;
-      int64_t best = 0;
-      auto waste = [&](int64_t amt) { return (n + amt - 1) / amt * amt - n; };
-      for (int64_t amt : {8, 7, 6, 5})
-        if (!best && waste(amt) * 16 <= n) best = amt;
-      for (int64_t amt : {8, 7, 6, 5})
-        if (!best || (waste(best) * 16 > n && waste(amt) < waste(best))) best = amt;
-      if (!divides && n > best && waste(best) * 8 <= n &&
-          PadGlobal(i, n + waste(best)).ok())
-        try_amounts = {best};
+      const int64_t tile = divides ? 0 : PaddedTile(n);
+      if (tile > 0 && PadGlobal(i, (n + tile - 1) / tile * tile).ok()) try_amounts = {tile};
     }
     for (int64_t amt : try_amounts) {
       if (full_shape_[i] % amt == 0 && ApplyOptWithin({OptOp::kUpcast, i, amt}, budget).ok()) {
@@ -394,13 +402,6 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   }
 }
 
-std::vector<int64_t> Kernel::GlobalTiles() const {
-  std::vector<int64_t> tile(first_reduce_, 1);
-  for (const Opt& o : applied_)
-    if (o.op == OptOp::kUpcast && o.axis < first_reduce_) tile[o.axis] *= o.amount;
-  return tile;
-}
-
 void Kernel::AddIndependentAccumulators(int vec_axis, int64_t width) {
   const std::vector<int64_t> tile = GlobalTiles();
   int64_t accs = 1;
@@ -458,19 +459,6 @@ void Kernel::PartsOutermost() {
     PermuteAll(order);
     return;
   }
-}
-
-std::vector<double> Kernel::OperandBytesAlong() const {
-  const UOp* store = ast_->src(0).get();
-  std::vector<double> bytes(first_reduce_, 0);
-  for (const UOp* m : mems_) {
-    std::vector<int64_t> st;
-    if (m == store || !Strides(m, &st)) continue;
-    const double b = static_cast<double>(sts_.at(m).RealSize()) * m->dtype().ItemSize();
-    for (int a = 0; a < first_reduce_; ++a)
-      if (st[a] != 0) bytes[a] += b;
-  }
-  return bytes;
 }
 
 // 1 (alternative). A strided window (a stride-2 convolution: some load
@@ -544,42 +532,6 @@ void Kernel::ChooseParallelAxis() {
   for (int a = a0; a < first_reduce_; ++a)
     if (splits_well(a) && (best < 0 || bytes[a] > bytes[best])) best = a;
   if (best > a0) parallel_axis_ = best;
-}
-
-int64_t Kernel::WindowStep(int u, int r) const {
-  const UOp* store = ast_->src(0).get();
-  const int64_t k = full_shape_[r];
-  if (k < 2 || k > 7 || u == vector_axis_) return 0;
-  for (const UOp* m : mems_) {
-    std::vector<int64_t> st;
-    if (m == store || m->op() == Op::kValid || !Strides(m, &st) || st[r] <= 0) continue;
-    if (st[u] <= 0 || st[u] % st[r] != 0) continue;
-    const int64_t step = st[u] / st[r];
-    if (step < k) return step;
-  }
-  return 0;
-}
-
-bool Kernel::ComputeBoundElementwise() const { return !reduce_ && Transcendental(); }
-
-bool Kernel::Transcendental() const {
-  for (const UOp* u : Toposort(ast_)) {
-    switch (u->op()) {
-      case Op::kExp2: case Op::kLog2: case Op::kSin: case Op::kSqrt: case Op::kPow:
-      case Op::kRecip: case Op::kFDiv:
-        return true;
-      default:
-        break;
-    }
-  }
-  return false;
-}
-
-bool Kernel::HasWindow() const {
-  for (int r = first_reduce_; r < first_upcast(); ++r)
-    for (int u = 0; u < first_reduce_; ++u)
-      if (WindowStep(u, r) > 0) return true;
-  return false;
 }
 
 void Kernel::UnrollSlidingWindow() {

@@ -12,9 +12,9 @@ bool DerivedWeights::IsConstant(const std::string& name, const OnnxValue* v) con
   if (constants_->Find(name) == v) return true;
   // An alias: `v` must carry the constant's own tensor (an Identity's
   // output is a copy of the constant's value under another name).
-  const OnnxValue* c = constants_->Find(Name(name));
-  return c != nullptr && c != v && Name(name) != name && c->tensor && v->tensor &&
-         c->tensor->uop() == v->tensor->uop();
+  const std::string of = Name(name);
+  const OnnxValue* c = of == name ? nullptr : constants_->Find(of);
+  return c != nullptr && c->tensor && v->tensor && c->tensor->uop() == v->tensor->uop();
 }
 
 void DerivedWeights::AddAlias(const std::string& name, const std::string& of, const OnnxValue* v) {

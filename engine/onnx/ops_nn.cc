@@ -322,10 +322,7 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
     y = pointwise ? xb.PointwiseBlocked(*wb, o.stride[0])
                   : xb.DepthwiseBlocked(*wb, o.stride, o.dilation, o.padding);
   }
-  if (bias) {  // padded with 0 to whole blocks, like the weights
-    const int64_t padded = y.shape()[1] * kB;
-    y = y + bias->Cast(y.dtype()).Pad({{0, padded - cout}}).Reshape({1, padded / kB, 1, 1, kB});
-  }
+  if (bias) y = y + PerChannelInBlocks(bias->Cast(y.dtype()), 0);  // 0 like the weights
   if (!y.ok()) return std::nullopt;
   return BlockedValue(y, cout);
 }

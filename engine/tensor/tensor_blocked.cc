@@ -47,6 +47,15 @@ Tensor LaidOut(const Tensor& w, const Shape& out, const Place& place) {
   return laid_out;
 }
 
+// OK when `w` is a float32 2-D convolution weight (Cout, Cin, kh, kw).
+absl::Status CheckConvWeight(const Tensor& w) {
+  if (w.dtype() == dtypes::kFloat32 && w.ndim() == 4 && kiln::Prod(w.shape()) >= 1)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("channel blocks: weight ", ShapeStr(w.shape()), " of ",
+                                                 w.dtype().Name(),
+                                                 " is not a float32 2-D convolution weight"));
+}
+
 // The 2-D windows of a blocked input x, (N, CB, OH, OW, 16, kh, kw).
 Tensor BlockedWindows(const Tensor& x, const std::vector<int64_t>& kernel,
                       const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
@@ -150,31 +159,15 @@ Tensor Tensor::DepthwiseBlocked(const Tensor& wd, const std::vector<int64_t>& st
       stride.size() != 2 || dilation.size() != 2 || padding.size() != 2)
     return Fail(*this, absl::StrCat("channel blocks: input ", ShapeStr(shape()), " and weight ",
                                     ShapeStr(ws), " do not make a 2-D depthwise convolution"));
-  // Padded in blocks, into a buffer of its own (its producer computes into
-  // it where the scheduler can), then every window is one affine view.
-  Tensor xp = Pad({{0, 0}, {0, 0}, padding[0], padding[1], {0, 0}}).Contiguous();
-  if (!xp.ok()) return xp;
-  const Shape& p = xp.shape();
-  Shape out = {p[0], p[1], 0, 0, kB, ws[1], ws[2]};
-  for (int i = 0; i < 2; ++i) {
-    const int64_t span = dilation[i] * (ws[1 + i] - 1) + 1;
-    if (stride[i] < 1 || dilation[i] < 1 || p[2 + i] < span)
-      return Fail(*this, absl::StrCat("channel blocks: window of ", span, " on padded input ",
-                                      ShapeStr(p)));
-    out[2 + i] = (p[2 + i] - span) / stride[i] + 1;
-  }
-  const int64_t row = p[3] * kB, plane = p[2] * row;
-  Tensor win = xp.AsStrided(out, {p[1] * plane, plane, stride[0] * row, stride[1] * kB, 1,
-                                  dilation[0] * row, dilation[1] * kB});
+  Tensor win = BlockedWindows(*this, {ws[1], ws[2]}, stride, dilation, padding);
+  if (!win.ok()) return win;
   // (N, CB, OH, OW, c, kh, kw) * (CB, kh, kw, c) summed over the taps.
   return (win * wd.Permute({0, 3, 1, 2}).Reshape({1, ws[0], 1, 1, kB, ws[1], ws[2]})).Sum({5, 6});
 }
 
 Tensor Tensor::DenseBlockedWeights() const {
   if (!ok()) return *this;
-  if (dtype() != dtypes::kFloat32 || ndim() != 4 || kiln::Prod(shape()) < 1)
-    return Fail(*this, absl::StrCat("channel blocks: weight ", ShapeStr(shape()), " of ",
-                                    dtype().Name(), " is not a float32 2-D convolution weight"));
+  if (absl::Status s = CheckConvWeight(*this); !s.ok()) return TensorInternal::ErrorLike(*this, s);
   const int64_t cout = shape()[0], cin = shape()[1], taps = shape()[2] * shape()[3];
   const int64_t cb = Blocks(cin);
   const Shape out = {Blocks(cout), cb, shape()[2], shape()[3], kB, kB};
@@ -227,9 +220,7 @@ Tensor Tensor::ConvBlocked(const Tensor& wb, const std::vector<int64_t>& stride,
 
 Tensor Tensor::StemBlockedWeights() const {
   if (!ok()) return *this;
-  if (dtype() != dtypes::kFloat32 || ndim() != 4 || kiln::Prod(shape()) < 1)
-    return Fail(*this, absl::StrCat("channel blocks: weight ", ShapeStr(shape()), " of ",
-                                    dtype().Name(), " is not a float32 2-D convolution weight"));
+  if (absl::Status s = CheckConvWeight(*this); !s.ok()) return TensorInternal::ErrorLike(*this, s);
   const int64_t cout = shape()[0], per = shape()[1] * shape()[2] * shape()[3];
   const Shape out = {Blocks(cout), shape()[1], shape()[2], shape()[3], kB};
   return LaidOut(*this, out, [&](const float* w, float* p) {
