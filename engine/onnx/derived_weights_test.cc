@@ -231,21 +231,25 @@ TEST(DerivedWeightsTest, AnIdentityOfAConstantSharesItsDerivedWeights) {
   }
 }
 
-// y = LSTM(x, w, r), bidirectional, hidden 32 (W: 128 x 160 a direction,
-// 80 KiB); w an initializer or else an input.
-constexpr int64_t kH = 32;
-
-std::unique_ptr<OnnxModel> LstmModel(bool constant_weight) {
+// y = op(x, w, r) (LSTM or GRU), bidirectional, `hidden` cells; w and r
+// initializers, or else inputs (in that order, after x).
+std::unique_ptr<OnnxModel> RecurrentModel(const std::string& op, int64_t hidden, bool constant_w,
+                                          bool constant_r) {
+  const int64_t gates = op == "LSTM" ? 4 : 3;
   Builder b;
-  b.Input("x", TensorProto::FLOAT, {-1, 1, kK}).Output("y");
-  std::vector<float> wv = Ramp(2 * 4 * kH * kK, 1), rv = Ramp(2 * 4 * kH * kH, 2);
-  if (constant_weight)
-    b.Init("w", HostTensor::FromDoubles({wv.begin(), wv.end()}, {2, 4 * kH, kK}, dtypes::kFloat32));
-  else
-    b.Input("w", TensorProto::FLOAT, {2, 4 * kH, kK});
-  b.Init("r", HostTensor::FromDoubles({rv.begin(), rv.end()}, {2, 4 * kH, kH}, dtypes::kFloat32));
-  NodeProto* n = b.Node("LSTM", {"x", "w", "r"}, {"y"});
-  AttrInt(n, "hidden_size", kH);
+  b.Input("x", TensorProto::FLOAT, {-1, -1, kK}).Output("y");
+  auto weight = [&](const char* name, int64_t k, int seed, bool constant) {
+    std::vector<float> v = Ramp(2 * gates * hidden * k, seed);
+    if (constant)
+      b.Init(name, HostTensor::FromDoubles({v.begin(), v.end()}, {2, gates * hidden, k},
+                                           dtypes::kFloat32));
+    else
+      b.Input(name, TensorProto::FLOAT, {2, gates * hidden, k});
+  };
+  weight("w", kK, 1, constant_w);
+  weight("r", hidden, 2, constant_r);
+  NodeProto* n = b.Node(op, {"x", "w", "r"}, {"y"});
+  AttrInt(n, "hidden_size", hidden);
   AttributeProto* dir = n->add_attribute();
   dir->set_name("direction");
   dir->set_type(AttributeProto::STRING);
@@ -256,15 +260,40 @@ std::unique_ptr<OnnxModel> LstmModel(bool constant_weight) {
 // A recurrent op's input projection (all steps at once) by its constant W
 // reads panels of each direction's slice, like a Gemm's transposed weight.
 // The key names the direction: one set of panels for both would run the
-// backward pass with the forward weight.
+// backward pass with the forward weight. (Hidden 32: R is 16 KiB a
+// direction, too small for panels.)
 TEST(DerivedWeightsTest, RecurrentInputProjectionsReadPanelsPerDirection) {
-  auto panels = LstmModel(true), plain = LstmModel(false);
+  constexpr int64_t kH = 32;
+  auto panels = RecurrentModel("LSTM", kH, true, true);
+  auto plain = RecurrentModel("LSTM", kH, false, true);
   ASSERT_TRUE(panels && plain);
   Tensor w = F(Ramp(2 * 4 * kH * kK, 1), {2, 4 * kH, kK});
   Tensor x = F(Ramp(6 * kK, 3), {6, 1, kK});
   ExpectNear(RunOne(*panels, {x}), RunOne(*plain, {x, w}), 1e-4, 1e-4);
   EXPECT_EQ(panels->derived_weights(), 2u);
   EXPECT_EQ(plain->derived_weights(), 0u);
+}
+
+// Each step multiplies (batch, hidden) by the direction's R^T: from panels
+// of R (one set a direction) once a batch has 4 rows (Tensor::PanelsPay;
+// hidden 80: R is 100 KiB), as the input projection of all steps does;
+// a batch of 1 reads neither.
+TEST(DerivedWeightsTest, RecurrentStepsReadPanelsOfRPerDirection) {
+  constexpr int64_t kH = 80;
+  for (const std::string op : {"LSTM", "GRU"}) {
+    SCOPED_TRACE(op);
+    const int64_t gates = op == "LSTM" ? 4 : 3;
+    auto panels = RecurrentModel(op, kH, true, true), plain = RecurrentModel(op, kH, false, false);
+    ASSERT_TRUE(panels && plain);
+    Tensor w = F(Ramp(2 * gates * kH * kK, 1), {2, gates * kH, kK});
+    Tensor r = F(Ramp(2 * gates * kH * kH, 2), {2, gates * kH, kH});
+    for (int64_t batch : {1, 5}) {
+      Tensor x = F(Ramp(3 * batch * kK, 3), {3, batch, kK});
+      ExpectNear(RunOne(*panels, {x}), RunOne(*plain, {x, w, r}), 1e-4, 1e-4);
+      EXPECT_EQ(panels->derived_weights(), batch == 1 ? 0u : 4u) << "batch " << batch;
+    }
+    EXPECT_EQ(plain->derived_weights(), 0u);
+  }
 }
 
 }  // namespace

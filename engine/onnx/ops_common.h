@@ -56,6 +56,13 @@ inline Tensor WrapIndices(const Tensor& idx, int64_t n) {
 std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor& b,
                                   bool transposed, const std::string& part = "");
 
+// The panels PanelMatmul multiplies by, for an `a` of `m` rows, of the
+// node's constant input `input` (or `b`, the part of it `part` names):
+// an RNN's recurrent weight R, whose steps multiply each h by the same
+// panels. Nothing where they do not pay or cannot be made.
+std::optional<Tensor> WeightPanels(OpContext& ctx, int64_t m, const Tensor& b, bool transposed,
+                                   const std::string& part = "", int input = 1);
+
 }  // namespace kiln
 
 #endif  // KILN_ENGINE_ONNX_OPS_COMMON_H_

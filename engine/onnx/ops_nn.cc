@@ -11,34 +11,40 @@
 namespace kiln {
 namespace {
 
-// The model's derived weights where the node's weight (input 1) may be
-// derived from: on the CPU (the only device the derived layouts were
+// The model's derived weights where the node's weight (input `input`) may
+// be derived from: on the CPU (the only device the derived layouts were
 // measured on) and when it is the model's own constant. Null otherwise.
-DerivedWeights* CpuDerivedWeights(OpContext& ctx) {
+DerivedWeights* CpuDerivedWeights(OpContext& ctx, int input = 1) {
   DerivedWeights* derived = ctx.builder()->derived();
   if (derived == nullptr || ctx.device() != "CPU" ||
-      !derived->IsConstant(ctx.node().input(1), &ctx.Raw(1)))
+      !derived->IsConstant(ctx.node().input(input), &ctx.Raw(input)))
     return nullptr;
   return derived;
 }
 
 }  // namespace
 
+std::optional<Tensor> WeightPanels(OpContext& ctx, int64_t m, const Tensor& b, bool transposed,
+                                   const std::string& part, int input) {
+  DerivedWeights* derived = CpuDerivedWeights(ctx, input);
+  if (derived == nullptr || b.ndim() != 2 || b.dtype() != dtypes::kFloat32) return std::nullopt;
+  const int64_t k = b.shape()[transposed ? 1 : 0], n = b.shape()[transposed ? 0 : 1];
+  if (k >= kMatmulSplitKMin || !Tensor::PanelsPay(m, k, n)) return std::nullopt;
+  absl::StatusOr<Tensor> p = derived->Get(
+      absl::StrCat(derived->Name(ctx.node().input(input)), part,
+                   transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
+      [&] { return b.PanelWeights(Tensor::kPanel, transposed); });
+  if (!p.ok()) return std::nullopt;
+  return *p;
+}
+
 std::optional<Tensor> PanelMatmul(OpContext& ctx, const Tensor& a, const Tensor& b,
                                   bool transposed, const std::string& part) {
-  DerivedWeights* derived = CpuDerivedWeights(ctx);
-  if (derived == nullptr) return std::nullopt;
-  const std::string name = derived->Name(ctx.node().input(1));
-  if (a.ndim() < 1 || b.ndim() != 2 || a.dtype() != dtypes::kFloat32 ||
-      b.dtype() != dtypes::kFloat32)
-    return std::nullopt;
+  if (a.ndim() < 1 || b.ndim() != 2 || a.dtype() != dtypes::kFloat32) return std::nullopt;
   const int64_t k = b.shape()[transposed ? 1 : 0], n = b.shape()[transposed ? 0 : 1];
-  if (a.shape().back() != k || k >= kMatmulSplitKMin || !Tensor::PanelsPay(a.numel() / k, k, n))
-    return std::nullopt;
-  absl::StatusOr<Tensor> p =
-      derived->Get(absl::StrCat(name, part, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
-                   [&] { return b.PanelWeights(Tensor::kPanel, transposed); });
-  if (!p.ok()) return std::nullopt;
+  if (a.shape().back() != k) return std::nullopt;
+  std::optional<Tensor> p = WeightPanels(ctx, a.numel() / k, b, transposed, part);
+  if (!p) return std::nullopt;
   return a.MatmulPanels(*p, n);
 }
 
