@@ -249,6 +249,23 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   const bool one_vector_row = vec_axis >= 0 && wide_tiles && full_shape_[vec_axis] == 1 &&
                               opts_.vector_registers >= 32 && knobs.reuse_axes < 0;
   if (one_vector_row) reuse_upcasts = 2;
+  // A reused vector operand tiles first the axis that 6-8 rows divide,
+  // when the first one would take only 4 or 5 (ViT's 50 tokens per image
+  // took 5 rows x 2 vectors, 10 accumulators; its 8 images take 8).
+  if (vec_axis >= 0 && knobs.reuse_first <= 0 && !reuse_axes.empty() &&
+      reuse_score(reuse_axes[0]) == 2) {
+    auto divides = [&](int axis, std::initializer_list<int64_t> amounts) {
+      for (int64_t amt : amounts)
+        if (full_shape_[axis] % amt == 0) return true;
+      return false;
+    };
+    if (!divides(reuse_axes[0], {8, 7, 6}) && divides(reuse_axes[0], {5, 4}))
+      for (size_t j = 1; j < reuse_axes.size(); ++j)
+        if (reuse_score(reuse_axes[j]) == 2 && divides(reuse_axes[j], {8, 7, 6})) {
+          std::rotate(reuse_axes.begin(), reuse_axes.begin() + j, reuse_axes.begin() + j + 1);
+          break;
+        }
+  }
   int64_t rows = 0;  // the first reuse axis's tile
   std::vector<int64_t> amounts = {4, 3, 5, 2};
   if (knobs.reuse_first > 0) amounts.insert(amounts.begin(), knobs.reuse_first);

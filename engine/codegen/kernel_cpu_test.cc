@@ -169,6 +169,20 @@ TEST_F(KernelCpuTest, BlockedPointwiseWalksEachImageOnce) {
   EXPECT_EQ(c.after[0], 3);
 }
 
+// 50 pixels an image (5 x 10; ViT's 50 tokens) take a tile of 5 at batch
+// 1; at batch 8 the 8 images are the tile (8 x 2 blocks: 16 accumulators,
+// not 10).
+TEST_F(KernelCpuTest, ATileOfImagesWhenThePixelsTakeOnlyFive) {
+  Tensor w = Tensor::Empty(e, {8, 4, 16, 16}, dtypes::kFloat32);
+  for (int64_t batch : {1, 8}) {
+    SCOPED_TRACE(batch);
+    Choice c = Choose(Tensor::Empty(e, {batch, 4, 5, 10, 16}, dtypes::kFloat32).PointwiseBlocked(w, 1));
+    ExpectBlockTile(c, batch == 1 ? 5 : 8, 2);
+    ASSERT_GE(c.opts.size(), 2u);
+    EXPECT_EQ(c.before[c.opts[1].axis], batch == 1 ? 50 : 8);
+  }
+}
+
 // A depthwise convolution in channel blocks reads every tap's 16 channels
 // as one vector, input and weight alike: 16 lanes (8 before).
 TEST_F(KernelCpuTest, BlockedDepthwiseTakesWholeBlocks) {
