@@ -81,6 +81,15 @@ TEST_P(NnTest, Conv2dStrideDilationPaddingBias) {
   CheckConv({{1, 2, 7, 5}, {3, 2, 3, 3}, {3, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, true});
 }
 
+// Copied windows whose rows (the output pixels) are a multiple of 4 KiB
+// are stored with a cache line of padding after each row: the same
+// convolution (a 3x3x3 one on 4 x 16 x 16, a 3x3 one on 32 x 32).
+TEST_P(NnTest, ConvWindowsCopiedInPaddedRows) {
+  CheckConv({{2, 2, 4, 16, 16}, {3, 2, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {{1, 1}, {1, 1}, {1, 1}}, 1,
+             true});
+  CheckConv({{1, 2, 32, 32}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false});
+}
+
 // Taps that read only padding for every output are dropped (CropDeadTaps):
 // the result is the same convolution.
 TEST_P(NnTest, ConvDilatedPastTheInput) {
