@@ -136,6 +136,21 @@ TEST_P(ElementwiseTest, UnarySpecialValues) {
   Check((Of<int32_t>({1, 2}, dtypes::kInt32).IsNan()), {0, 0});
 }
 
+// Erf (a rational function on [-4, 4], then +-1) on a fine grid through
+// and past the clamps, and its special values: within 5e-7 of std::erf,
+// never past +-1, NaN kept.
+TEST_P(ElementwiseTest, ErfOnAFineGrid) {
+  std::vector<float> x;
+  for (int i = -6000; i <= 6000; i += 7) x.push_back(static_cast<float>(i) / 1000);
+  std::vector<double> want;
+  for (float v : x) want.push_back(std::erf(v));
+  Tensor r = T(x).Erf();
+  Check(r, want, 5e-7, 0);
+  Check(r.Abs().Max({0}), {1.0}, 0, 0);
+  Check(T({-INFINITY, INFINITY, NAN, -0.0f, 4.0f, -4.0f}).Erf(),
+        {-1, 1, NAN, 0, std::erf(4.0f), std::erf(-4.0f)}, 1e-7, 0);
+}
+
 TEST_P(ElementwiseTest, UnaryOnIntegers) {
   Tensor i = Of<int32_t>({-7, -1, 0, 4, 9}, dtypes::kInt32);
   EXPECT_EQ(i.Sqrt().dtype(), dtypes::kFloat32);

@@ -49,18 +49,27 @@ Tensor Tensor::Elu(double alpha) const {
   return Where(x.Gt(x.Scalar(0)), x, (x.Exp() - 1.0) * alpha);
 }
 Tensor Tensor::Erf() const {
-  // Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), with a Taylor series near
-  // 0 for relative precision.
+  // An odd rational function x P(x^2) / Q(x^2) of degrees 6 and 4 in x^2,
+  // fitted to erf on [-4, 4] (least squares in the relative error,
+  // reweighted towards its maximum); past 4, erf is +-1 in float32.
+  // Evaluated in float32: |error| < 4.3e-7, one division and no exp (GELU's
+  // kernels 2x faster than with Abramowitz & Stegun 7.1.26 and a Taylor
+  // series near 0, both computed). The input's clamp compares (false for
+  // NaN, which passes through), the result's (rounding may pass 1 by 2
+  // ulp) is a MAX / MIN, which does not keep NaN on every device: NaN is
+  // put back from x. (The result is read once, so the kernel computing it
+  // also clamps it: a value read several times past a long chain gets a
+  // buffer of its own.)
   Tensor x = F(*this);
-  Tensor ax = x.Abs();
-  Tensor t = (ax * 0.3275911 + 1.0).Reciprocal();
-  Tensor poly = ((((t * 1.061405429 - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t +
-                 0.254829592) * t;
-  Tensor big = (x.Scalar(1.0) - poly * (-(ax * ax)).Exp()) * x.Sign();
-  Tensor x2 = x * x;
-  Tensor small = x * ((((x2 * (1.0 / 216) - 1.0 / 42) * x2 + 0.1) * x2 - 1.0 / 3) * x2 + 1.0) *
-                 (2.0 / std::sqrt(M_PI));
-  return Where(ax.Lt(x.Scalar(0.5)), small, big);
+  Tensor xc = Where(x.Gt(x.Scalar(4.0)), x.Scalar(4.0), Where(x.Lt(x.Scalar(-4.0)), x.Scalar(-4.0), x));
+  Tensor t = xc * xc;
+  Tensor p = (((((t * 1.911326777e-08 - 1.942305712e-06) * t + 1.472597716e-04) * t +
+                3.989299137e-03) * t + 5.152074082e-02) * t + 2.070943356e-01) * t +
+             1.128379094;
+  Tensor q = (((t * 1.020817146e-03 + 1.495543254e-02) * t + 1.179579310e-01) * t +
+              5.168638278e-01) * t + 1.0;
+  Tensor r = -(-(xc * p / q).Maximum(x.Scalar(-1.0))).Maximum(x.Scalar(-1.0));
+  return Where(x.Ne(x), x, r);
 }
 Tensor Tensor::Gelu() const {
   Tensor x = F(*this);
