@@ -22,6 +22,7 @@
 //   6. the loop split across threads (ChooseParallelAxis).
 // BEAM (engine/realize/beam.h) times variants of these choices (HeuristicKnobs).
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
 #include <set>
 
@@ -30,7 +31,6 @@
 #include "engine/codegen/kernel.h"
 
 namespace kiln {
-
 
 void Kernel::HandCodedOptimizations(const HeuristicKnobs& knobs) {
   if (Env().noopt || ndim() == 0) return;

@@ -139,11 +139,14 @@ TEST_F(KernelCpuTest, BlockedDenseTilesPixelsAndTwoBlocks) {
 // padded to 170 (OddBlockTile; 977 -> 843 us).
 TEST_F(KernelCpuTest, BlockedPointwiseOnAnOddMapTilesThirteenPixels) {
   Tensor x = Tensor::Empty(e, {1, 32, 13, 13, 16}, dtypes::kFloat32);
-  Choice c = Choose(x.PointwiseBlocked(Tensor::Empty(e, {64, 32, 16, 16}, dtypes::kFloat32), 1));
+  auto weight = [&](int64_t blocks) {
+    return Tensor::Empty(e, {blocks, 32, 16, 16}, dtypes::kFloat32);
+  };
+  Choice c = Choose(x.PointwiseBlocked(weight(64), 1));
   ASSERT_GE(c.opts.size(), 2u);
   EXPECT_TRUE(c.opts[0].vector);
   EXPECT_EQ(c.opts[1].amount, 13);
-  Choice odd = Choose(x.PointwiseBlocked(Tensor::Empty(e, {63, 32, 16, 16}, dtypes::kFloat32), 1));
+  Choice odd = Choose(x.PointwiseBlocked(weight(63), 1));
   ExpectBlockTile(odd, 5, 3);
   EXPECT_NE(std::find(odd.after.begin(), odd.after.end(), 170 / 5), odd.after.end());
 }
@@ -180,7 +183,8 @@ TEST_F(KernelCpuTest, ATileOfImagesWhenThePixelsTakeOnlyFive) {
   Tensor w = Tensor::Empty(e, {8, 4, 16, 16}, dtypes::kFloat32);
   for (int64_t batch : {1, 8}) {
     SCOPED_TRACE(batch);
-    Choice c = Choose(Tensor::Empty(e, {batch, 4, 5, 10, 16}, dtypes::kFloat32).PointwiseBlocked(w, 1));
+    Tensor x = Tensor::Empty(e, {batch, 4, 5, 10, 16}, dtypes::kFloat32);
+    Choice c = Choose(x.PointwiseBlocked(w, 1));
     ExpectBlockTile(c, batch == 1 ? 5 : 8, 2);
     ASSERT_GE(c.opts.size(), 2u);
     EXPECT_EQ(c.before[c.opts[1].axis], batch == 1 ? 50 : 8);

@@ -364,7 +364,7 @@ Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o
     // every reduce step's loads in one L1 set; a cache line of padding
     // spreads them (r3d-18's 128-channel 3x3x3 layers on 4 x 16 x 16).
     const int64_t pixels = kiln::Prod(out);
-    if ((pixels * t.ItemSize()) % 4096 == 0) {
+    if (pixels > 0 && (pixels * t.ItemSize()) % 4096 == 0) {
       Shape flat(win.shape().begin(), win.shape().begin() + 2 + nd);
       flat.push_back(pixels);
       Pads pad(flat.size(), {0, 0});

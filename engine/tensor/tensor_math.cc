@@ -54,12 +54,12 @@ Tensor Tensor::Erf() const {
   // reweighted towards its maximum); past 4, erf is +-1 in float32.
   // Evaluated in float32: |error| < 4.3e-7, one division and no exp (GELU's
   // kernels 1.2x faster than with Abramowitz & Stegun 7.1.26 and a Taylor
-  // series near 0, both computed: ConvNeXt-T's 5.05 -> 4.07 ms). The input's clamp compares (false for
-  // NaN, which passes through), the result's (rounding may pass 1 by 2
-  // ulp) is a MAX / MIN, which does not keep NaN on every device: NaN is
-  // put back from x. (The result is read once, so the kernel computing it
-  // also clamps it: a value read several times past a long chain gets a
-  // buffer of its own.)
+  // series near 0, both computed: ConvNeXt-T's 5.05 -> 4.07 ms). The
+  // input's clamp compares (false for NaN, which passes through); the
+  // result's (rounding may pass 1 by 2 ulp) is a MAX / MIN, which does not
+  // keep NaN on every device, so NaN is put back from x. (The result is
+  // read once, so the kernel computing it also clamps it: a value read
+  // several times past a long chain gets a buffer of its own.)
   Tensor x = F(*this);
   Tensor hi = x.Scalar(4.0), lo = x.Scalar(-4.0);
   Tensor xc = Where(x.Gt(hi), hi, Where(x.Lt(lo), lo, x));
