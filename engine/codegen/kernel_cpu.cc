@@ -328,13 +328,13 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
     // 50-80 GFLOP/s).
     if (one_vector_row && rows == 0 && reuse_score(i) == 2) {
       const int64_t n = full_shape_[i];
-      bool divides = false;
-      for (int64_t amt : try_amounts) divides |= n % amt == 0;
-      const int64_t tile = divides ? 0 : PaddedTile(n);
       if (odd.blocks) {
         if (odd.padded == n || PadGlobal(i, odd.padded).ok()) try_amounts = {odd.rows};
-      } else if (tile > 0 && PadGlobal(i, (n + tile - 1) / tile * tile).ok()) {
-        try_amounts = {tile};
+      } else {
+        bool divides = false;
+        for (int64_t amt : try_amounts) divides |= n % amt == 0;
+        const int64_t tile = divides ? 0 : PaddedTile(n);
+        if (tile > 0 && PadGlobal(i, (n + tile - 1) / tile * tile).ok()) try_amounts = {tile};
       }
     }
     for (int64_t amt : try_amounts) {

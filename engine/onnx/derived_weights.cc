@@ -30,8 +30,9 @@ std::string DerivedWeights::Name(const std::string& name) const {
   return it == aliases_.end() ? name : it->second;
 }
 
-absl::StatusOr<Tensor> DerivedWeights::Get(const std::string& key,
+absl::StatusOr<Tensor> DerivedWeights::Get(const std::string& name, const std::string& layout,
                                            const std::function<Tensor()>& make) {
+  const std::string key = Name(name) + layout;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;

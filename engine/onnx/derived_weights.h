@@ -10,7 +10,7 @@
 // or a model input, is not), or the output of an Identity of one (exporters
 // write a weight shared by several layers once and Identity nodes for the
 // others: the BERT-style encoder's layers 1-3), which shares its derived
-// tensors (`Name`).
+// tensors (Get resolves the alias).
 //
 // Thread safety: Get may be called from concurrent graph builds.
 #ifndef KILN_ENGINE_ONNX_DERIVED_WEIGHTS_H_
@@ -35,20 +35,24 @@ class DerivedWeights {
   bool IsConstant(const std::string& name, const OnnxValue* v) const;
 
   // Records `name` (an Identity node's output carrying `v`) as an alias of
-  // the constant `of`, when IsConstant(of, v); `Name` maps an alias to its
-  // constant's name (any other name to itself), for the keys of Get.
+  // the constant `of`, when IsConstant(of, v): Get under the alias is Get
+  // under the constant's name.
   void AddAlias(const std::string& name, const std::string& of, const OnnxValue* v);
-  std::string Name(const std::string& name) const;
 
-  // The tensor cached under `key`, or else make(), realized now without
-  // being recorded by a JIT capture, and cached. A failure is returned and
-  // not cached.
-  absl::StatusOr<Tensor> Get(const std::string& key, const std::function<Tensor()>& make);
+  // The tensor derived as `layout` (a key suffix naming the layout) from
+  // the constant `name` (or the constant it is an alias of), or else
+  // make(), realized now without being recorded by a JIT capture, and
+  // cached. A failure is returned and not cached.
+  absl::StatusOr<Tensor> Get(const std::string& name, const std::string& layout,
+                             const std::function<Tensor()>& make);
 
   // How many tensors are cached.
   size_t size() const;
 
  private:
+  // The constant `name` is an alias of, or `name`.
+  std::string Name(const std::string& name) const;
+
   const Scope* constants_;
   mutable std::mutex mu_;
   std::map<std::string, Tensor> cache_;

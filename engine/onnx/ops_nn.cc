@@ -31,8 +31,8 @@ std::optional<Tensor> WeightPanels(OpContext& ctx, int64_t m, const Tensor& b, b
   const int64_t k = b.shape()[transposed ? 1 : 0], n = b.shape()[transposed ? 0 : 1];
   if (k >= kMatmulSplitKMin || !Tensor::PanelsPay(m, k, n)) return std::nullopt;
   absl::StatusOr<Tensor> p = derived->Get(
-      absl::StrCat(derived->Name(ctx.node().input(input)), part,
-                   transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
+      ctx.node().input(input),
+      absl::StrCat(part, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),
       [&] { return b.PanelWeights(Tensor::kPanel, transposed); });
   if (!p.ok()) return std::nullopt;
   return *p;
@@ -158,10 +158,10 @@ std::optional<Tensor> WinogradConv(OpContext& ctx, const Tensor& x, const Tensor
                                    const Tensor* bias, const Tensor::ConvOptions& o) {
   DerivedWeights* derived = CpuDerivedWeights(ctx);
   if (derived == nullptr) return std::nullopt;
-  const std::string name = derived->Name(ctx.node().input(1));
   if (!Tensor::WinogradPays(x.shape(), w.shape(), o)) return std::nullopt;
-  absl::StatusOr<Tensor> u = derived->Get(absl::StrCat(name, "/winograd/", w.dtype().Name()),
-                                          [&] { return w.WinogradWeights(); });
+  absl::StatusOr<Tensor> u =
+      derived->Get(ctx.node().input(1), absl::StrCat("/winograd/", w.dtype().Name()),
+                   [&] { return w.WinogradWeights(); });
   if (!u.ok()) return std::nullopt;
   Tensor y = x.ConvWinograd(*u, o.padding);
   if (!bias) return y;
@@ -181,7 +181,7 @@ std::optional<Tensor> ConvOfLaidOutWeight(OpContext& ctx, const Tensor& x, const
   std::vector<int64_t> back(order.size());
   for (size_t i = 0; i < order.size(); ++i) back[order[i]] = static_cast<int64_t>(i);
   absl::StatusOr<Tensor> laid_out =
-      derived->Get(absl::StrCat(derived->Name(ctx.node().input(1)), "/", tag, "/", w.dtype().Name()),
+      derived->Get(ctx.node().input(1), absl::StrCat("/", tag, "/", w.dtype().Name()),
                    [&] { return w.Permute(order).Contiguous(); });
   if (!laid_out.ok()) return std::nullopt;
   return x.Conv(laid_out->Permute(back), bias, o);
@@ -309,7 +309,7 @@ std::optional<OnnxValue> ChannelBlockedConv(OpContext& ctx, const Tensor& x, con
                        : dense           ? "/dense_blocked/"
                                          : "/channel_blocked/";
   absl::StatusOr<Tensor> wb =
-      derived->Get(absl::StrCat(derived->Name(ctx.node().input(1)), layout, w.dtype().Name()), [&] {
+      derived->Get(ctx.node().input(1), absl::StrCat(layout, w.dtype().Name()), [&] {
         return stem       ? w.StemBlockedWeights()
                : winograd ? w.WinogradBlockedWeights()
                : dense    ? w.DenseBlockedWeights()
