@@ -12,6 +12,7 @@
 #include "engine/base/status.h"
 #include "engine/base/flags.h"
 #include "engine/codegen/emitter.h"
+#include "engine/codegen/float_rules.h"
 #include "engine/codegen/lanes.h"
 #include "engine/codegen/lowerer_local.h"
 #include "engine/uop/symbolic.h"
@@ -460,6 +461,12 @@ class Lowerer {
       default: {
         if (!(IsAlu(n->op()) || n->op() == Op::kCast || n->op() == Op::kBitcast))
           return absl::InternalError(absl::StrCat("lowerer: unexpected ", n->Describe()));
+        // Contractions into FMAs, divisions by constants (float_rules.h).
+        if (UOpRef f = RewriteFloatNode(n)) {
+          keep_.push_back(f);
+          ASSIGN_OR_RETURN(r, LowerNode(f, w));
+          break;
+        }
         UOpList src;
         for (const UOpRef& s : n->src()) {
           ASSIGN_OR_RETURN(UOpRef l, LowerNode(s, w));

@@ -241,8 +241,9 @@ Lane Binary(BcOp op, Kind k, ScalarType t, Lane a, Lane b) {
 Lane MulAcc(Kind k, ScalarType t, Lane a, Lane b, Lane c) {
   Lane r;
   if (k == Kind::kFloat) {
-    // Two roundings, like C's a*b+c without contraction.
-    r.f = RoundToFloat(RoundToFloat(a.f * b.f, t) + c.f, t);
+    // One rounding, as the renderers' fma(): MULACC is a fused multiply-add
+    // (the lowerer contracts a * b + c into it, engine/codegen/float_rules.h).
+    r.f = RoundToFloat(std::fma(a.f, b.f, c.f), t);
   } else {
     r.i = WrapInt(static_cast<uint64_t>(a.i) * static_cast<uint64_t>(b.i) +
                       static_cast<uint64_t>(c.i),

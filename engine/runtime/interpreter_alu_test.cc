@@ -222,12 +222,13 @@ TEST(InterpreterAluTest, Float32) {
   ExpectFloatsEq(Flt1("SQRT", f32, {4, 2, -1}), {2, std::sqrt(2.0f), kNaN}, "SQRT");
   ExpectFloatsEq(Flt1("RECIP", f32, {4, 0, 3}), {0.25, kInf, third}, "RECIP");
   ExpectFloatsEq(Flt1("TRUNC", f32, {2.7, -2.7, 1e10}), {2, -2, 1e10f}, "TRUNC");
-  // MULACC rounds the product before adding (no fused multiply-add):
-  // (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11 (tie to even).
+  // MULACC is a fused multiply-add, rounded once as the renderers' fma():
+  // (1 + 2^-12)^2 - 1 = 2^-11 + 2^-24 (with the product rounded first, the
+  // 2^-24 would be lost: 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11).
   const double a = 1 + std::ldexp(1.0, -12);
   ExpectFloatsEq(AsFloats(RunOp("MULACC", f32, {Floats(f32, {a, 2}), Floats(f32, {a, 3}),
                                                 Floats(f32, {-1, 1})})),
-                 {std::ldexp(1.0, -11), 7}, "MULACC");
+                 {std::ldexp(1.0, -11) + std::ldexp(1.0, -24), 7}, "MULACC");
   ExpectFloatsEq(AsFloats(RunOp("WHERE", f32, {Ints(b, {1, 0}), Floats(f32, {1, 2}),
                                                Floats(f32, {3, 4})})),
                  {1, 4}, "WHERE");

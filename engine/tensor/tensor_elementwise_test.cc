@@ -151,6 +151,22 @@ TEST_P(ElementwiseTest, ErfOnAFineGrid) {
         {-1, 1, NAN, 0, std::erf(4.0f), std::erf(-4.0f)}, 1e-7, 0);
 }
 
+// a * b + c is one fused multiply-add in the kernel (engine/codegen/
+// float_rules.h): (1 + 2^-13)(1 - 2^-13) - 1 is -2^-26 with one rounding,
+// 0 with two. A division by a constant is a multiply by its reciprocal
+// (within 1 ulp); by 0 it stays a division.
+TEST_P(ElementwiseTest, MultiplyAddRoundsOnceAndConstantDivisors) {
+  const float e = std::ldexp(1.0f, -13);
+  Tensor a = T({1 + e, 3, -2}), b = T({1 - e, 0.5f, 4});
+  Check(a * b + T({-1, 1, 1}), {-std::ldexp(1.0, -26), 2.5, -7}, 0, 0);
+  Check(a * b - 1.0, {-std::ldexp(1.0, -26), 0.5, -9}, 0, 0);
+  Check(T({1, 1, 1}) - a * b, {std::ldexp(1.0, -26), -0.5, 9}, 0, 0);
+  Tensor x = T({1, -7, 1e-30f, 0, INFINITY});
+  const double tiny = 1e-30f;
+  Check(x / 3.0, {1 / 3.0, -7 / 3.0, tiny / 3, 0, INFINITY}, 0, 2.4e-7);
+  Check(x / 0.0, {INFINITY, -INFINITY, INFINITY, NAN, INFINITY}, 0, 0);
+}
+
 TEST_P(ElementwiseTest, UnaryOnIntegers) {
   Tensor i = Of<int32_t>({-7, -1, 0, 4, 9}, dtypes::kInt32);
   EXPECT_EQ(i.Sqrt().dtype(), dtypes::kFloat32);

@@ -118,7 +118,7 @@ ConstValue EvalAlu(Op op, DType dtype, const std::vector<ConstValue>& s, DType s
       case Op::kCmpLt: return static_cast<int64_t>(a < b);
       case Op::kCmpNe: return static_cast<int64_t>(a != b);
       case Op::kCmpEq: return static_cast<int64_t>(a == b);
-      case Op::kMulAcc: r = a * b + AsDouble(s[2], t); break;
+      case Op::kMulAcc: r = std::fma(a, b, AsDouble(s[2], t)); break;  // one rounding
       default: KILN_CHECK(false, "EvalAlu: ", OpName(op), " on ", t.Name());
     }
     return Truncate(dtype, r);

@@ -71,7 +71,7 @@ enum class Op : uint8_t {
   kPow,
   // --- ALU: ternary ---
   kWhere,
-  kMulAcc,  // a*b + c
+  kMulAcc,  // a*b + c, floats rounded once (a fused multiply-add)
   kNumOps
 };
 

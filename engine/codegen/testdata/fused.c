@@ -1,5 +1,12 @@
 typedef float kf32x8 __attribute__((ext_vector_type(8)));
 typedef float kf32x8u __attribute__((ext_vector_type(8), aligned(4)));
+#ifndef KILN_FMA_kf32x8
+#define KILN_FMA_kf32x8
+static inline kf32x8 kiln_fma_kf32x8(kf32x8 a, kf32x8 b, kf32x8 c) {
+#pragma clang fp contract(fast)
+  return a*b+c;
+}
+#endif
 void fused(void** bufs, const long long* vars, long long start, long long end) {
   float* restrict data0 = (float*)bufs[0];
   float* restrict data1 = (float*)bufs[1];
@@ -12,11 +19,10 @@ void fused(void** bufs, const long long* vars, long long start, long long end) {
       long long alu3 = ((ridx0*64)+alu2);
       kf32x8 val4 = (*((kf32x8u*)(data1+alu3)));
       kf32x8 val5 = (*((kf32x8u*)(data2+alu2)));
-      kf32x8 alu6 = (val4*val5);
-      kf32x8 alu7 = (alu6+alu0);
-      kf32x8 alu8 = __builtin_elementwise_max(alu7,alu1);
-      kf32x8 alu9 = ((kf32x8){__builtin_sqrtf(alu8[0]), __builtin_sqrtf(alu8[1]), __builtin_sqrtf(alu8[2]), __builtin_sqrtf(alu8[3]), __builtin_sqrtf(alu8[4]), __builtin_sqrtf(alu8[5]), __builtin_sqrtf(alu8[6]), __builtin_sqrtf(alu8[7])});
-      *((kf32x8u*)(data0+alu3)) = alu9;
+      kf32x8 alu6 = kiln_fma_kf32x8(val4,val5,alu0);
+      kf32x8 alu7 = __builtin_elementwise_max(alu6,alu1);
+      kf32x8 alu8 = ((kf32x8){__builtin_sqrtf(alu7[0]), __builtin_sqrtf(alu7[1]), __builtin_sqrtf(alu7[2]), __builtin_sqrtf(alu7[3]), __builtin_sqrtf(alu7[4]), __builtin_sqrtf(alu7[5]), __builtin_sqrtf(alu7[6]), __builtin_sqrtf(alu7[7])});
+      *((kf32x8u*)(data0+alu3)) = alu8;
     }
   }
 }
