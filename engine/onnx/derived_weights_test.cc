@@ -235,7 +235,7 @@ TEST(DerivedWeightsTest, AnIdentityOfAConstantSharesItsDerivedWeights) {
 // initializers, or else inputs (in that order, after x).
 std::unique_ptr<OnnxModel> RecurrentModel(const std::string& op, int64_t hidden, bool constant_w,
                                           bool constant_r) {
-  const int64_t gates = op == "LSTM" ? 4 : 3;
+  const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
   Builder b;
   b.Input("x", TensorProto::FLOAT, {-1, -1, kK}).Output("y");
   auto weight = [&](const char* name, int64_t k, int seed, bool constant) {
@@ -260,8 +260,8 @@ std::unique_ptr<OnnxModel> RecurrentModel(const std::string& op, int64_t hidden,
 // A recurrent op's input projection (all steps at once) by its constant W
 // reads panels of each direction's slice, like a Gemm's transposed weight.
 // The key names the direction: one set of panels for both would run the
-// backward pass with the forward weight. (Hidden 32: R is 16 KiB a
-// direction, too small for panels.)
+// backward pass with the forward weight. (A batch of 1: each step is one
+// row by R^T, which reads no panels.)
 TEST(DerivedWeightsTest, RecurrentInputProjectionsReadPanelsPerDirection) {
   constexpr int64_t kH = 32;
   auto panels = RecurrentModel("LSTM", kH, true, true);
@@ -275,14 +275,14 @@ TEST(DerivedWeightsTest, RecurrentInputProjectionsReadPanelsPerDirection) {
 }
 
 // Each step multiplies (batch, hidden) by the direction's R^T: from panels
-// of R (one set a direction) once a batch has 4 rows (Tensor::PanelsPay;
-// hidden 80: R is 100 KiB), as the input projection of all steps does;
-// a batch of 1 reads neither.
+// of R (one set a direction) once a batch has 4 rows (Tensor::PanelsPay),
+// as the input projection of all steps does; a batch of 1 reads neither.
+// R is stored (N, K), so its panels pay at any size: the RNN's 64 x 64 R
+// is 16 KiB.
 TEST(DerivedWeightsTest, RecurrentStepsReadPanelsOfRPerDirection) {
-  constexpr int64_t kH = 80;
-  for (const std::string op : {"LSTM", "GRU"}) {
+  for (const auto& [op, kH] : {std::pair{"LSTM", 80}, std::pair{"GRU", 80}, std::pair{"RNN", 64}}) {
     SCOPED_TRACE(op);
-    const int64_t gates = op == "LSTM" ? 4 : 3;
+    const int64_t gates = std::string(op) == "LSTM" ? 4 : std::string(op) == "GRU" ? 3 : 1;
     auto panels = RecurrentModel(op, kH, true, true), plain = RecurrentModel(op, kH, false, false);
     ASSERT_TRUE(panels && plain);
     Tensor w = F(Ramp(2 * gates * kH * kK, 1), {2, gates * kH, kK});

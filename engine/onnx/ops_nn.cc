@@ -29,7 +29,7 @@ std::optional<Tensor> WeightPanels(OpContext& ctx, int64_t m, const Tensor& b, b
   DerivedWeights* derived = CpuDerivedWeights(ctx, input);
   if (derived == nullptr || b.ndim() != 2 || b.dtype() != dtypes::kFloat32) return std::nullopt;
   const int64_t k = b.shape()[transposed ? 1 : 0], n = b.shape()[transposed ? 0 : 1];
-  if (k >= kMatmulSplitKMin || !Tensor::PanelsPay(m, k, n)) return std::nullopt;
+  if (k >= kMatmulSplitKMin || !Tensor::PanelsPay(m, k, n, transposed)) return std::nullopt;
   absl::StatusOr<Tensor> p = derived->Get(
       ctx.node().input(input),
       absl::StrCat(part, transposed ? "/panels_t/" : "/panels/", Tensor::kPanel),

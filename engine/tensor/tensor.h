@@ -376,12 +376,12 @@ class Tensor {
   // (N, K) when `transposed`, float32, stored as (ceil(N / panel), K,
   // panel) with the last panel zero-padded; this (..., M, K) times such
   // panels, the first n columns: (..., M, n). PanelsPay: whether a CPU
-  // matmul of m rows (all of A's rows) by a (K, N) weight runs faster from
-  // kPanel-wide panels.
+  // matmul of m rows (all of A's rows) by a (K, N) weight, stored as (N, K)
+  // when `transposed`, runs faster from kPanel-wide panels.
   static constexpr int64_t kPanel = 32;
   Tensor PanelWeights(int64_t panel, bool transposed) const;
   Tensor MatmulPanels(const Tensor& panels, int64_t n) const;
-  static bool PanelsPay(int64_t m, int64_t k, int64_t n);
+  static bool PanelsPay(int64_t m, int64_t k, int64_t n, bool transposed);
   // Whether a CPU matmul of `m` rows (M) times `b` (..., K, N) pays for
   // copying b into (K, N) rows first (b.Contiguous()): b is read across its
   // rows (one view, K adjacent in memory, N not: attention's K^T) and M is

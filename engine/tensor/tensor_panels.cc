@@ -82,9 +82,14 @@ Tensor Tensor::MatmulPanels(const Tensor& panels, int64_t n) const {
 // long, B does not sit in L1 anyway, and a few rows share each panel: a
 // single row (a classifier at batch 1) streams B once either way, and its
 // dot products along B's stored rows measured faster (EfficientNet-B0's
-// 1280 x 1000 classifier 265 us plain, 315 us from panels).
-bool Tensor::PanelsPay(int64_t m, int64_t k, int64_t n) {
-  return m >= 4 && n >= 2 * kPanel && k * n * 4 > (64 << 10);
+// 1280 x 1000 classifier 265 us plain, 315 us from panels). A weight
+// stored transposed, (N, K), is read along K without panels: a dot product
+// per output, whose lanes end in a horizontal sum and whose epilogue runs
+// one lane at a time, so for a few rows its panels pay whatever its size
+// (a tanh RNN's 128 x 128 recurrent step at batch 8: 12 -> 3 us).
+bool Tensor::PanelsPay(int64_t m, int64_t k, int64_t n, bool transposed) {
+  if (m < 4 || n < 2 * kPanel) return false;
+  return transposed || k * n * 4 > (64 << 10);
 }
 
 }  // namespace kiln

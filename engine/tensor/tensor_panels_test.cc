@@ -87,11 +87,22 @@ INSTANTIATE_TEST_SUITE_P(Devices, PanelsTest, ::testing::ValuesIn(TestDevices())
 // Panels pay for weights several panels wide that do not fit in L1, shared
 // by a few rows.
 TEST(PanelsRule, WideWeightsOutsideL1) {
-  EXPECT_TRUE(Tensor::PanelsPay(49, 768, 3072));  // ConvNeXt-T's expansion
-  EXPECT_TRUE(Tensor::PanelsPay(8, 256, 1024));
-  EXPECT_FALSE(Tensor::PanelsPay(1, 1280, 1000));  // one row: a dot product per column
-  EXPECT_FALSE(Tensor::PanelsPay(64, 64, 64));     // 16 KiB: in L1
-  EXPECT_FALSE(Tensor::PanelsPay(64, 4096, 32));   // one panel wide already
+  for (bool t : {false, true}) {
+    EXPECT_TRUE(Tensor::PanelsPay(49, 768, 3072, t));  // ConvNeXt-T's expansion
+    EXPECT_TRUE(Tensor::PanelsPay(8, 256, 1024, t));
+    EXPECT_FALSE(Tensor::PanelsPay(1, 1280, 1000, t));  // one row: a dot product per column
+    EXPECT_FALSE(Tensor::PanelsPay(64, 4096, 32, t));   // one panel wide already
+  }
+  EXPECT_FALSE(Tensor::PanelsPay(64, 64, 64, false));  // 16 KiB: in L1
+}
+
+// A weight stored (N, K) is read along K without panels, a dot product per
+// output: for a few rows its panels pay at any size.
+TEST(PanelsRule, TransposedWeightsAtAnySize) {
+  EXPECT_TRUE(Tensor::PanelsPay(8, 128, 128, true));  // a tanh RNN's recurrent step
+  EXPECT_TRUE(Tensor::PanelsPay(64, 64, 64, true));
+  EXPECT_FALSE(Tensor::PanelsPay(8, 128, 128, false));
+  EXPECT_FALSE(Tensor::PanelsPay(3, 128, 128, true));
 }
 
 }  // namespace
