@@ -382,6 +382,7 @@ class Tensor {
   Tensor PanelWeights(int64_t panel, bool transposed) const;
   Tensor MatmulPanels(const Tensor& panels, int64_t n) const;
   static bool PanelsPay(int64_t m, int64_t k, int64_t n, bool transposed);
+  static constexpr int64_t kPanelsFewRowsBytes = 1 << 20;
   // Whether a CPU matmul of `m` rows (M) times `b` (..., K, N) pays for
   // copying b into (K, N) rows first (b.Contiguous()): b is read across its
   // rows (one view, K adjacent in memory, N not: attention's K^T) and M is

@@ -78,18 +78,25 @@ Tensor Tensor::MatmulPanels(const Tensor& panels, int64_t n) const {
 }
 
 // Panels of 32 floats: two 512-bit vectors or four 256-bit ones, 128 bytes
-// (two cache lines) per K step. Worth it when B's rows are several panels
-// long, B does not sit in L1 anyway, and a few rows share each panel: a
-// single row (a classifier at batch 1) streams B once either way, and its
-// dot products along B's stored rows measured faster (EfficientNet-B0's
-// 1280 x 1000 classifier 265 us plain, 315 us from panels). A weight
-// stored transposed, (N, K), is read along K without panels: a dot product
-// per output, whose lanes end in a horizontal sum and whose epilogue runs
-// one lane at a time, so for a few rows its panels pay whatever its size
-// (a tanh RNN's 128 x 128 recurrent step at batch 8: 12 -> 3 us).
+// (two cache lines) per K step. A weight stored (K, N) is read along its
+// rows, which the kernel vectorizes along N as it would panels: panels pay
+// when B's rows are several panels long, B does not sit in L1 anyway, and
+// a few rows share each panel. A weight stored transposed, (N, K), is read
+// along K without panels: a dot product per output, whose lanes end in a
+// horizontal sum and whose epilogue runs one lane at a time. For 4 rows or
+// more its panels pay at any size (1 thread: the tanh RNN's 128 x 128
+// recurrent step at batch 8 12 -> ~3 us); for fewer, when it fits in
+// kPanelsFewRowsBytes, a core's L2 here, where a weight read at every step
+// of a recurrent op stays (LSTM-1000's 1 MiB R at batch 1: its steps 17.7
+// -> 14.4 ms). A larger one is read once a call and streams from L3:
+// classifiers at batch 1 gained (EfficientNet-B0's 1280 x 1000 148 -> 71
+// us), but in batch slices, one classifier per image in a row, the dot
+// products ran 44 us against the panels' 113 (MobileNetV2).
 bool Tensor::PanelsPay(int64_t m, int64_t k, int64_t n, bool transposed) {
-  if (m < 4 || n < 2 * kPanel) return false;
-  return transposed || k * n * 4 > (64 << 10);
+  if (n < 2 * kPanel) return false;
+  const int64_t bytes = k * n * 4;
+  if (m < 4) return transposed && bytes <= kPanelsFewRowsBytes;
+  return transposed || bytes > (64 << 10);
 }
 
 }  // namespace kiln

@@ -84,25 +84,28 @@ TEST_P(PanelsTest, BadShapesAreErrors) {
 INSTANTIATE_TEST_SUITE_P(Devices, PanelsTest, ::testing::ValuesIn(TestDevices()),
                          DeviceParamName);
 
-// Panels pay for weights several panels wide that do not fit in L1, shared
-// by a few rows.
+// Panels pay for weights stored (K, N) several panels wide that do not fit
+// in L1, shared by a few rows.
 TEST(PanelsRule, WideWeightsOutsideL1) {
-  for (bool t : {false, true}) {
-    EXPECT_TRUE(Tensor::PanelsPay(49, 768, 3072, t));  // ConvNeXt-T's expansion
-    EXPECT_TRUE(Tensor::PanelsPay(8, 256, 1024, t));
-    EXPECT_FALSE(Tensor::PanelsPay(1, 1280, 1000, t));  // one row: a dot product per column
-    EXPECT_FALSE(Tensor::PanelsPay(64, 4096, 32, t));   // one panel wide already
-  }
-  EXPECT_FALSE(Tensor::PanelsPay(64, 64, 64, false));  // 16 KiB: in L1
+  EXPECT_TRUE(Tensor::PanelsPay(49, 768, 3072, false));  // ConvNeXt-T's expansion
+  EXPECT_TRUE(Tensor::PanelsPay(8, 256, 1024, false));
+  EXPECT_FALSE(Tensor::PanelsPay(1, 1280, 1000, false));  // one row streams B's rows anyway
+  EXPECT_FALSE(Tensor::PanelsPay(3, 1280, 1000, false));
+  EXPECT_FALSE(Tensor::PanelsPay(64, 64, 64, false));     // 16 KiB: in L1
+  EXPECT_FALSE(Tensor::PanelsPay(64, 4096, 32, false));   // one panel wide already
 }
 
 // A weight stored (N, K) is read along K without panels, a dot product per
-// output: for a few rows its panels pay at any size.
-TEST(PanelsRule, TransposedWeightsAtAnySize) {
+// output: once it is two panels wide, its panels pay at any size for 4 rows
+// or more, and for fewer when it fits in L2.
+TEST(PanelsRule, TransposedWeights) {
   EXPECT_TRUE(Tensor::PanelsPay(8, 128, 128, true));  // a tanh RNN's recurrent step
   EXPECT_TRUE(Tensor::PanelsPay(64, 64, 64, true));
-  EXPECT_FALSE(Tensor::PanelsPay(8, 128, 128, false));
-  EXPECT_FALSE(Tensor::PanelsPay(3, 128, 128, true));
+  EXPECT_TRUE(Tensor::PanelsPay(8, 1280, 1000, true));
+  EXPECT_TRUE(Tensor::PanelsPay(1, 256, 1024, true));    // LSTM-1000's R: 1 MiB
+  EXPECT_FALSE(Tensor::PanelsPay(1, 257, 1024, true));
+  EXPECT_FALSE(Tensor::PanelsPay(1, 1280, 1000, true));  // a classifier at batch 1
+  EXPECT_FALSE(Tensor::PanelsPay(8, 4096, 32, true));
 }
 
 }  // namespace
