@@ -54,6 +54,9 @@ struct RendererOptions {
   int vector_registers = 16;  // AVX2: 16, AVX-512: 32 (bounds register tiles)
   bool supports_float16 = false;
   int max_upcast = 64;        // max elements per unrolled body
+  // CPU: the threads a launch is split across (Device::workers(); 1 when
+  // unknown), for the choice of the loop split (kernel_cpu.cc step 6).
+  int cpu_threads = 1;
   // GPU launch limits (used when gpu is true).
   int max_local_threads = 1024;   // threads per block / workgroup
   int preferred_local_threads = 256;

@@ -43,16 +43,19 @@ Tensor StemConv(Engine* e, const std::string& dev, int64_t k, bool innermost) {
 }
 
 // The opts the heuristics choose for the one reduce kernel of `t`'s
-// schedule, with 512-bit vectors, and its axes' sizes before and after.
+// schedule, with 512-bit vectors and `threads` CPU threads, its axes' sizes
+// before and after, and the size of the axis split across the threads.
 struct Choice {
   std::vector<Opt> opts;
   std::vector<int64_t> before, after;
+  int64_t parallel = 0;
 };
-Choice Choose(const Tensor& t) {
+Choice Choose(const Tensor& t, int threads = 1) {
   RendererOptions ro;
   ro.vector_bytes = 32;
   ro.wide_vector_bytes = 64;
   ro.vector_registers = 32;
+  ro.cpu_threads = threads;
   for (const ScheduleItem& item : Sched({t}).items) {
     auto k = Kernel::Create(item.ast, ro);
     EXPECT_TRUE(k.ok()) << k.status();
@@ -62,6 +65,7 @@ Choice Choose(const Tensor& t) {
     k->HandCodedOptimizations();
     c.opts = k->applied();
     c.after = k->full_shape();
+    if (k->ParallelAxis() >= 0) c.parallel = c.after[k->ParallelAxis()];
     return c;
   }
   ADD_FAILURE() << "no reduce kernel";
@@ -164,6 +168,18 @@ TEST_F(KernelCpuTest, BlockedRowsNoTileDividesArePadded) {
                                     {1, 1}, {1, 1}, {{0, 0}, {3, 3}}));
   ASSERT_GE(row.opts.size(), 2u);
   EXPECT_EQ(row.opts[1].amount, 6);
+}
+
+// Two threads split a reduce kernel along an axis they share evenly: a 1x7
+// convolution on 17 x 17 into 10 channel blocks, tiled by 2, splits its 17
+// rows (9:8), not the 5 pairs of blocks (3:2) that one thread's choice by
+// the operand bytes would take.
+TEST_F(KernelCpuTest, TwoThreadsSplitAnAxisTheyShareEvenly) {
+  Tensor x = Tensor::Empty(e, {1, 48, 17, 17, 16}, dtypes::kFloat32);
+  Tensor y = x.ConvBlocked(Tensor::Empty(e, {10, 48, 1, 7, 16, 16}, dtypes::kFloat32), {1, 1},
+                           {1, 1}, {{0, 0}, {3, 3}});
+  EXPECT_EQ(Choose(y, 1).parallel, 5);
+  EXPECT_EQ(Choose(y, 2).parallel, 17);
 }
 
 // At batch 3 the images stay the outermost loop (the weight is broadcast

@@ -206,7 +206,10 @@ absl::StatusOr<std::string> RenderKernel(const std::string& renderer, const std:
 }
 
 absl::StatusOr<RendererOptions> Engine::OptionsFor(Device* device) const {
-  return CodegenOptions(device->renderer(), device->name(), device->compute_capability());
+  ASSIGN_OR_RETURN(RendererOptions o, CodegenOptions(device->renderer(), device->name(),
+                                                     device->compute_capability()));
+  if (!o.gpu) o.cpu_threads = std::max(1, device->workers());
+  return o;
 }
 
 absl::StatusOr<BufferRef> Engine::StorageOf(const UOpRef& buffer) {
