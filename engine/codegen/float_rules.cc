@@ -55,7 +55,10 @@ PatternMatcher MakeFloatRules() {
   add(P::Alu(Op::kFDiv, {P::Var("x"), P::Cvar("c")}),
       [](const Match& m) -> UOpRef {
         const DType t = m.root()->dtype();
-        const double c = std::get<double>(m["c"]->const_value());
+        const ConstValue cv = m["c"]->const_value();
+        const double* cp = std::get_if<double>(&cv);
+        if (cp == nullptr || m["c"]->dtype() != t) return nullptr;
+        const double c = *cp;
         const bool f32 = t.Scalar() == dtypes::kFloat32;
         // The reciprocal as the kernel will hold it (float32 rounds it).
         const double inv = f32 ? static_cast<double>(static_cast<float>(1.0 / c)) : 1.0 / c;

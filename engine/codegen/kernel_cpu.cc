@@ -540,9 +540,9 @@ int Kernel::LanesAcrossStridedWindow(int row_axis, const std::set<const UOp*>& i
 //    channel blocks 3:2, at 1.63x the speed of one thread; their 17 rows
 //    split 9:8). Copies keep the bytes' choice: r3d-18's im2col copy split
 //    3:2 along its outer axis took 430 us, evenly along its rows 650. The
-//    outermost axis stays when nothing
-//    qualifies, and a concatenation's parts axis (PartsOutermost) stays, as
-//    does the first axis of a stack upcast whole (UpcastUnitParts).
+//    outermost axis stays when nothing qualifies, and a concatenation's
+//    parts axis (PartsOutermost) stays, as does the first axis of a stack
+//    upcast whole (UpcastUnitParts).
 void Kernel::ChooseParallelAxis() {
   constexpr int64_t kParallelRunBytes = 2048;
   constexpr double kEvenShare = 0.9;

@@ -191,7 +191,8 @@ TEST(DerivedWeightsTest, MatmulsOfAConstantWeightReadPanels) {
       Shape xs = c.gemm ? Shape{rows, kK} : Shape{2, rows, kK};
       Tensor x = F(Ramp(Prod(xs), 3), xs);
       ExpectNear(RunOne(*panels, {x}), RunOne(*plain, {x, w}), 1e-4, 1e-4);
-      EXPECT_EQ(panels->derived_weights(), rows == 1 && !c.trans_b ? 0u : 1u) << rows << " rows";
+      EXPECT_EQ(panels->derived_weights(), rows == 1 && !c.trans_b ? 0u : 1u)
+          << rows << " rows";
     }
     EXPECT_EQ(plain->derived_weights(), 0u);
   }
@@ -281,7 +282,8 @@ TEST(DerivedWeightsTest, RecurrentInputProjectionsReadPanelsPerDirection) {
 // R and W are stored (N, K), so their panels pay at any size and for a
 // batch of 1 (Tensor::PanelsPay): the RNN's 64 x 64 R is 16 KiB.
 TEST(DerivedWeightsTest, RecurrentStepsReadPanelsOfRPerDirection) {
-  for (const auto& [op, kH] : {std::pair{"LSTM", 80}, std::pair{"GRU", 80}, std::pair{"RNN", 64}}) {
+  for (const auto& [op, kH] :
+       {std::pair{"LSTM", 80}, std::pair{"GRU", 80}, std::pair{"RNN", 64}}) {
     SCOPED_TRACE(op);
     const int64_t gates = std::string(op) == "LSTM" ? 4 : std::string(op) == "GRU" ? 3 : 1;
     auto panels = RecurrentModel(op, kH, true, true), plain = RecurrentModel(op, kH, false, false);

@@ -33,8 +33,8 @@
 // Arithmetic follows the dtype: float results are computed in double and
 // rounded once to the result type (float16 / bfloat16 too, round to nearest
 // even); MULACC of floats is a fused multiply-add, rounded once (the
-// renderers print fma()); integers wrap to their width; IDIV truncates and MOD takes
-// the dividend's sign, both giving 0 for a zero divisor; MAX is
+// renderers print fma()); integers wrap to their width; IDIV truncates and
+// MOD takes the dividend's sign, both giving 0 for a zero divisor; MAX is
 // (a > b ? a : b); SHR is arithmetic for signed and logical for unsigned
 // types; shift counts outside [0, bits) give 0 (or -1 for SHR of a negative);
 // float -> int casts truncate and saturate (NaN -> 0); casts between integer
