@@ -22,10 +22,10 @@
 //   6. the loop split across threads (ChooseParallelAxis).
 // BEAM (engine/realize/beam.h) times variants of these choices (HeuristicKnobs).
 #include <algorithm>
-#include <utility>
 #include <initializer_list>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include "engine/base/flags.h"
 #include "engine/codegen/cpu_tiles.h"
@@ -238,11 +238,13 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   const bool one_vector_row = vec_axis >= 0 && wide_tiles && full_shape_[vec_axis] == 1 &&
                               opts_.vector_registers >= 32 && knobs.reuse_axes < 0;
   if (one_vector_row) reuse_upcasts = 2;
+  // The first reuse axis reuses a vector operand (the two rules below keep
+  // that true: the first only moves such an axis forward).
+  const bool reuses_vector = !reuse_axes.empty() && reuse_score(reuse_axes[0]) == 2;
   // A reused vector operand tiles first the axis that 6-8 rows divide,
   // when the first one would take only 4 or 5 (ViT's 50 tokens per image
   // took 5 rows x 2 vectors, 10 accumulators; its 8 images take 8).
-  if (vec_axis >= 0 && knobs.reuse_first <= 0 && !reuse_axes.empty() &&
-      reuse_score(reuse_axes[0]) == 2) {
+  if (vec_axis >= 0 && knobs.reuse_first <= 0 && reuses_vector) {
     auto divides = [&](int axis, std::initializer_list<int64_t> amounts) {
       for (int64_t amt : amounts)
         if (full_shape_[axis] % amt == 0) return true;
@@ -261,8 +263,7 @@ void Kernel::CpuOptimizations(const HeuristicKnobs& knobs) {
   // Inception's 80-channel 1x1 convolution on 73 x 73, 430 -> 310 us;
   // SqueezeNet's 1000-class one on 13 x 13, 977 -> 843 us.
   BlockTile odd;
-  if (one_vector_row && row_vectors == 1 && !reuse_axes.empty() &&
-      reuse_score(reuse_axes[0]) == 2)
+  if (one_vector_row && row_vectors == 1 && reuses_vector)
     for (int j : reuse_axes)
       if (reuse_score(j) == 1) {
         odd = OddBlockTile(full_shape_[j], full_shape_[reuse_axes[0]], 16);

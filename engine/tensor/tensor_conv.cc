@@ -367,12 +367,11 @@ Tensor Tensor::Conv(const Tensor& w_in, const Tensor* bias, const ConvOptions& o
     if (pixels > 0 && (pixels * t.ItemSize()) % 4096 == 0) {
       Shape flat(win.shape().begin(), win.shape().begin() + 2 + nd);
       flat.push_back(pixels);
-      Pads pad(flat.size(), {0, 0});
+      Pads pad(flat.size(), {0, 0}), unpad = pad;
       pad.back().second = 64 / t.ItemSize();
-      Pads keep;
-      for (int64_t d : flat) keep.push_back({0, d});
-      Shape full = win.shape();
-      win = win.Reshape(flat).Pad(pad).Contiguous().Shrink(keep).Reshape(full);
+      unpad.back().second = -pad.back().second;
+      const Shape full = win.shape();
+      win = win.Reshape(flat).Pad(pad).Contiguous().Pad(unpad).Reshape(full);
     } else {
       win = win.Contiguous();
     }
