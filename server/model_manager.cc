@@ -78,9 +78,10 @@ struct ModelManager::LoadThreads {
 };
 
 struct ModelManager::LoadCall {
+  absl::Time deadline;    // the load commits only before it (real time, as the caller's wait)
   absl::Notification done;
   absl::Status status;    // set before `done`
-  bool abandoned = false;  // (mu_) the caller stopped waiting
+  bool abandoned = false;  // (mu_) past the deadline: the result is discarded
   bool committed = false;  // (mu_) the loaded versions were swapped in
 };
 
@@ -144,6 +145,7 @@ absl::Status ModelManager::LoadTimed(const std::string& name) {
     return LoadLocked(name, nullptr);
   }
   auto call = std::make_shared<LoadCall>();
+  call->deadline = absl::Now() + options_.load_timeout;
   {
     absl::MutexLock l(&mu_);
     if (stopped_) return absl::UnavailableError("the server is shutting down");
@@ -169,7 +171,7 @@ absl::Status ModelManager::LoadTimed(const std::string& name) {
       "); the load goes on in the background and its result will be discarded");
   {
     absl::MutexLock l(&mu_);
-    if (!call->committed && !call->done.HasBeenNotified()) {
+    if (!call->committed && !call->abandoned && !call->done.HasBeenNotified()) {
       call->abandoned = true;
       ++abandoned_[name];
       Entry& e = models_[name];
@@ -343,7 +345,13 @@ absl::Status ModelManager::LoadModelLocked(const std::string& name, LoadCall* ca
   {
     absl::MutexLock l(&mu_);
     stopped = stopped_;  // StopAll ran during the load: serve nothing
-    abandoned = call != nullptr && call->abandoned;  // so did a caller that timed out
+    // Nor does a load that took longer than the timeout, whether or not its
+    // caller has woken up to that yet (it may be descheduled past it).
+    if (call != nullptr && !call->abandoned && absl::Now() > call->deadline) {
+      call->abandoned = true;
+      ++abandoned_[name];
+    }
+    abandoned = call != nullptr && call->abandoned;
     if (!stopped && !abandoned) {
       Entry& e = models_[name];
       old.swap(e.versions);

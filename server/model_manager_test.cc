@@ -208,6 +208,33 @@ TEST_F(ModelManagerTest, LoadPastTheTimeoutFailsAndIsDiscarded) {
   EXPECT_EQ(State("slow"), "READY");
 }
 
+// A load that ends after the timeout is discarded even when its caller has
+// not yet woken up to the timeout (descheduled past it): the load checks
+// the deadline itself before it commits. With a timeout of 1 ns every load
+// is longer; the caller's own wait used to race the load's commit.
+TEST_F(ModelManagerTest, ALoadLongerThanTheTimeoutNeverServes) {
+  ModelManager::Options o;
+  o.repository = MakeRepo("ALoadLongerThanTheTimeoutNeverServes");
+  o.mode = ControlMode::kExplicit;
+  o.load_timeout = absl::Nanoseconds(1);
+  manager_.reset();
+  manager_ = std::make_unique<ModelManager>(o, &loader_, nullptr, &clock_);
+  ASSERT_TRUE(manager_->Start().ok());
+  for (int i = 0; i < 5; ++i) {
+    absl::Status s = manager_->Load("other");
+    if (s.code() == absl::StatusCode::kUnavailable) {  // the last discarded load still ends
+      absl::SleepFor(absl::Milliseconds(20));
+      continue;
+    }
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  }
+  for (int i = 0; i < 1000 && Reason("other").find("was discarded") == std::string::npos; ++i)
+    absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_NE(Reason("other").find("was discarded"), std::string::npos) << Reason("other");
+  EXPECT_FALSE(manager_->Get("other", "").ok());
+  EXPECT_EQ(State("other"), "UNAVAILABLE");
+}
+
 // A load that ends within the timeout answers as before, and StopAll waits
 // for a timed load still running.
 TEST_F(ModelManagerTest, TimedLoadWithinTheTimeoutServes) {
